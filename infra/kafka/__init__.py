@@ -1,0 +1,1 @@
+"""Resources of the embedded Kafka broker (the Maven pom)."""

@@ -1,0 +1,52 @@
+"""The producer SDK: record episodes as events and deliver them to Kafka without loss.
+
+Public API: :class:`EpisodeRecorder` / :class:`Episode`, the spool, the sinks,
+the blob store, the embedded broker and the importers of other agents' formats.
+"""
+
+from ingest.blobs import BlobStore
+from ingest.delivery import DeliveryStats, SpooledDelivery
+from ingest.errors import (
+    BrokerError,
+    DeliveryTimeoutError,
+    EpisodeStateError,
+    ImportFormatError,
+    IngestError,
+    SinkError,
+    SinkUnavailableError,
+    SpoolError,
+    SpoolFullError,
+    SpoolLockedError,
+)
+from ingest.kafka_sink import KafkaSink, KafkaSinkConfig, partition_of
+from ingest.recorder import DEFAULT_TOPIC, SDK_VERSION, Episode, EpisodeRecorder, recording
+from ingest.sink import EventSink, MemorySink
+from ingest.spool import Spool, SpoolRecord
+
+__all__ = [
+    "DEFAULT_TOPIC",
+    "SDK_VERSION",
+    "BlobStore",
+    "BrokerError",
+    "DeliveryStats",
+    "DeliveryTimeoutError",
+    "Episode",
+    "EpisodeRecorder",
+    "EpisodeStateError",
+    "EventSink",
+    "ImportFormatError",
+    "IngestError",
+    "KafkaSink",
+    "KafkaSinkConfig",
+    "MemorySink",
+    "SinkError",
+    "SinkUnavailableError",
+    "Spool",
+    "SpoolError",
+    "SpoolFullError",
+    "SpoolLockedError",
+    "SpoolRecord",
+    "SpooledDelivery",
+    "partition_of",
+    "recording",
+]

@@ -1,0 +1,48 @@
+"""Errors of the ingest package; third-party (Kafka) errors are translated here."""
+
+from __future__ import annotations
+
+from schemas.errors import InfraError, TrajlakeError
+
+
+class IngestError(TrajlakeError):
+    """Root of every error raised by ``ingest``."""
+
+
+class SpoolError(IngestError):
+    """The durable local spool cannot be used."""
+
+
+class SpoolLockedError(SpoolError):
+    """Another live process owns this spool directory."""
+
+
+class SpoolFullError(SpoolError, InfraError):
+    """The spool reached its size bound and did not drain within the timeout.
+
+    Nothing is dropped: the caller's event was not recorded and can be retried.
+    """
+
+
+class SinkError(IngestError, InfraError):
+    """The event sink (Kafka) failed."""
+
+
+class SinkUnavailableError(SinkError):
+    """The sink cannot take events right now (broker down, metadata unavailable)."""
+
+
+class DeliveryTimeoutError(IngestError):
+    """``flush`` gave up before every recorded event was acknowledged."""
+
+
+class EpisodeStateError(IngestError):
+    """An episode was used out of order (e.g. an event after ``episode_ended``)."""
+
+
+class BrokerError(IngestError):
+    """The embedded Kafka broker could not be prepared, started, or stopped."""
+
+
+class ImportFormatError(IngestError):
+    """A trajectory file is not in the format its importer reads."""

@@ -1,0 +1,549 @@
+"""The embedded default broker: a single-node Apache Kafka 4.x in KRaft mode.
+
+The broker's jars are resolved from Maven Central by Maven from the pom in
+``infra/kafka/pom.xml`` (Maven caches them in ``~/.m2``; the resolved classpath is
+cached per pom digest). Storage is formatted once under ``<home>/kafka/data`` and
+survives ``stop``/``start``. The broker runs as a detached JVM process whose pid
+is kept in ``<home>/kafka/broker.pid``, so ``trajlake up``/``down`` work across
+invocations, and two homes with two ports run two independent brokers.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ingest.errors import BrokerError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOPICS: dict[str, int] = {"trajlake.episodes": 8, "trajlake.judgements": 8}
+MIN_JAVA = 17
+
+
+def _pom_path() -> Path:
+    return Path(str(resources.files("infra.kafka").joinpath("pom.xml")))
+
+
+def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
+    """``host:port`` of the first bootstrap server.
+
+    Raises:
+        BrokerError: not of the form ``host:port``.
+    """
+    first = bootstrap.split(",")[0].strip()
+    host, sep, port = first.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise BrokerError(f"bootstrap servers must be host:port, got {bootstrap!r}")
+    return host, int(port)
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+        return True
+    return False
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class BrokerStatus:
+    """What ``trajlake status`` shows."""
+
+    running: bool
+    """Whether this home's broker process is alive and answering."""
+    pid: int | None
+    """Its process id."""
+    bootstrap: str
+    """Where clients connect."""
+    data_dir: str
+    """Its storage directory."""
+    topics: dict[str, dict[int, int]] = field(default_factory=dict)
+    """Topic -> partition -> end offset."""
+
+
+class EmbeddedKafka:
+    """Prepare, start, stop and inspect this home's single-node KRaft broker.
+
+    Args:
+        home: the trajlake home; the broker lives in ``home/kafka``.
+        bootstrap: ``host:port`` the broker listens on for clients.
+        topics: topics to create on start, with their partition counts.
+        heap: JVM heap size.
+        start_timeout_s: how long ``start`` waits for the broker to answer.
+        progress: optional callback receiving human-readable progress lines.
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        bootstrap: str = "127.0.0.1:9092",
+        *,
+        topics: Mapping[str, int] | None = None,
+        heap: str = "512m",
+        start_timeout_s: float = 120.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.home = Path(home).absolute()
+        self.dir = self.home / "kafka"
+        self.data_dir = self.dir / "data"
+        self.bootstrap = bootstrap
+        self.host, self.port = parse_bootstrap(bootstrap)
+        self.topics = dict(DEFAULT_TOPICS if topics is None else topics)
+        self.heap = heap
+        self.start_timeout_s = start_timeout_s
+        self._progress = progress or (lambda msg: log.info("%s", msg))
+        self.pid_file = self.dir / "broker.pid"
+        self.state_file = self.dir / "broker.json"
+        self.log_file = self.dir / "logs" / "server.log"
+        self.stdout_file = self.dir / "logs" / "stdout.log"
+
+    # ------------------------------------------------------------- prerequisites
+
+    @staticmethod
+    def check_java() -> str:
+        """Path of a Java >= 17 runtime.
+
+        Raises:
+            BrokerError: no Java, or one too old for Kafka 4.
+        """
+        java_home = os.environ.get("JAVA_HOME")
+        java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+        if not java or not Path(java).exists():
+            raise BrokerError(
+                "Java not found: the embedded Kafka broker needs a Java 17+ runtime on PATH "
+                "(e.g. `apt-get install openjdk-17-jre-headless`) or JAVA_HOME set"
+            )
+        out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+        m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+        if m:
+            major = int(m.group(1))
+            if major == 1 and m.group(2):
+                major = int(m.group(2))
+            if major < MIN_JAVA:
+                raise BrokerError(f"Kafka 4 needs Java {MIN_JAVA}+, found Java {major} at {java}")
+        return java
+
+    def classpath(self) -> str:
+        """The broker's classpath, resolved by Maven once per pom digest.
+
+        Raises:
+            BrokerError: Maven is missing or could not resolve the jars.
+        """
+        pom = _pom_path()
+        digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+        cache_dir = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trajlake"
+        cache = cache_dir / f"kafka-classpath-{digest}.txt"
+        if cache.exists():
+            cp = cache.read_text().strip()
+            if cp and all(Path(p).exists() for p in cp.split(os.pathsep)):
+                return cp
+        mvn = shutil.which("mvn")
+        if not mvn:
+            raise BrokerError(
+                "Maven (mvn) not found: it resolves the Kafka jars from Maven Central "
+                "(e.g. `apt-get install maven`)"
+            )
+        self._progress("resolving the Apache Kafka jars from Maven Central (first run only)")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        proc = subprocess.run(
+            [
+                mvn,
+                "-q",
+                "-B",
+                "-f",
+                str(pom),
+                "dependency:build-classpath",
+                f"-Dmdep.outputFile={tmp}",
+                "-Dmdep.includeScope=runtime",
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0 or not tmp.exists():
+            tail = (proc.stdout + proc.stderr)[-2000:]
+            raise BrokerError(f"Maven could not resolve the Kafka jars:\n{tail}")
+        tmp.replace(cache)
+        return cache.read_text().strip()
+
+    # ------------------------------------------------------------- state
+
+    def _state(self) -> dict[str, Any]:
+        if self.state_file.exists():
+            try:
+                state: dict[str, Any] = json.loads(self.state_file.read_text())
+                return state
+            except (OSError, json.JSONDecodeError) as exc:
+                raise BrokerError(
+                    f"broker state {self.state_file} is corrupted ({exc}); "
+                    f"move {self.dir} away to start afresh"
+                ) from exc
+        return {}
+
+    def _save_state(self, state: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(self.state_file)
+
+    def pid(self) -> int | None:
+        """The pid of this home's broker if its process is alive."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return None
+        if b"kafka.Kafka" not in cmdline or str(self.dir).encode() not in b" ".join(cmdline):
+            return None  # the pid was reused by another process
+        return pid
+
+    def _write_config(self, state: dict[str, Any]) -> Path:
+        ctrl = state["controller_port"]
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{self.host}:{ctrl}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{ctrl}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir),
+            "num.partitions": "8",
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "false",
+            # The log is the source of truth: keep it (replay reads from offset 0).
+            "log.retention.ms": "-1",
+            "log.retention.bytes": "-1",
+            "message.max.bytes": str(8 << 20),
+        }
+        path = self.dir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        log4j = self.dir / "log4j2.yaml"
+        log4j.write_text(
+            "Configuration:\n"
+            "  Appenders:\n"
+            "    RollingFile:\n"
+            "      name: File\n"
+            f"      fileName: {self.log_file}\n"
+            f"      filePattern: {self.log_file}.%i\n"
+            '      PatternLayout: {pattern: "[%d] %p %m (%c)%n"}\n'
+            "      SizeBasedTriggeringPolicy: {size: 20MB}\n"
+            "      DefaultRolloverStrategy: {max: 3}\n"
+            "  Loggers:\n"
+            "    Root:\n"
+            "      level: INFO\n"
+            "      AppenderRef: [{ref: File}]\n"
+            "    Logger:\n"
+            "      - {name: kafka.request.logger, level: WARN}\n"
+            "      - {name: state.change.logger, level: WARN}\n"
+        )
+        return path
+
+    def _check_storage(self, state: dict[str, Any]) -> bool:
+        """True when storage is formatted and consistent; False when absent.
+
+        Raises:
+            BrokerError: storage exists but is corrupted or belongs to another cluster.
+        """
+        if not self.data_dir.exists() or not any(self.data_dir.iterdir()):
+            return False
+        meta = self.data_dir / "meta.properties"
+        hint = f"move {self.data_dir} away (its data will be lost) to start afresh"
+        if not meta.exists():
+            raise BrokerError(f"Kafka storage at {self.data_dir} is corrupted: no meta.properties; {hint}")
+        try:
+            text = meta.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BrokerError(f"Kafka storage at {self.data_dir} is corrupted: {exc}; {hint}") from exc
+        values = dict(
+            line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#")
+        )
+        if "cluster.id" not in values or "node.id" not in values:
+            raise BrokerError(
+                f"Kafka storage at {self.data_dir} is corrupted: meta.properties lacks "
+                f"cluster.id/node.id; {hint}"
+            )
+        if state.get("cluster_id") and values["cluster.id"].strip() != state["cluster_id"]:
+            raise BrokerError(
+                f"Kafka storage at {self.data_dir} belongs to cluster {values['cluster.id'].strip()}, "
+                f"not this home's {state['cluster_id']}; {hint}"
+            )
+        return True
+
+    # ------------------------------------------------------------- lifecycle
+
+    def start(self) -> BrokerStatus:
+        """Start the broker (formatting storage on first use) and create the topics.
+
+        Idempotent: if this home's broker already runs, only ensures the topics.
+
+        Raises:
+            BrokerError: no Java or Maven, the port is taken by another process,
+                the storage is corrupted, or the broker did not come up (its log
+                tail is included).
+        """
+        running = self.pid()
+        if running is not None:
+            if port_in_use(self.host, self.port):
+                self._progress(f"broker already running (pid {running}) on {self.bootstrap}")
+                self.ensure_topics()
+                return self.status()
+            raise BrokerError(
+                f"broker process {running} of {self.dir} is alive but not answering on "
+                f"{self.bootstrap}; run `trajlake down` first"
+            )
+        if port_in_use(self.host, self.port):
+            raise BrokerError(
+                f"port {self.port} on {self.host} is taken by another process (not this home's "
+                f"broker); stop it or set TRAJLAKE_KAFKA_BOOTSTRAP to a free host:port"
+            )
+        java = self.check_java()
+        cp = self.classpath()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        state = self._state()
+        formatted = self._check_storage(state)
+        if not state:
+            state = {
+                "cluster_id": base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
+                "controller_port": _free_port(self.host),
+            }
+            if formatted:  # storage from an earlier state file that was lost
+                meta = (self.data_dir / "meta.properties").read_text()
+                m = re.search(r"cluster\.id=(\S+)", meta)
+                if m:
+                    state["cluster_id"] = m.group(1)
+            self._save_state(state)
+        if port_in_use(self.host, int(state["controller_port"])):
+            state["controller_port"] = _free_port(self.host)
+            self._save_state(state)
+        config = self._write_config(state)
+        jvm = [
+            java,
+            f"-Xmx{self.heap}",
+            f"-Xms{self.heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.dir / 'log4j2.yaml'}",
+            "-cp",
+            cp,
+        ]
+        if not formatted:
+            self._progress(f"formatting Kafka storage at {self.data_dir}")
+            proc = subprocess.run(
+                [
+                    *jvm,
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    state["cluster_id"],
+                    "-c",
+                    str(config),
+                    "--ignore-formatted",
+                ],
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                raise BrokerError(f"formatting Kafka storage failed:\n{(proc.stdout + proc.stderr)[-2000:]}")
+        self._progress(f"starting Kafka broker on {self.bootstrap}")
+        with open(self.stdout_file, "ab") as out:
+            proc_b = subprocess.Popen(
+                [*jvm, "kafka.Kafka", str(config)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.dir,
+            )
+        self.pid_file.write_text(str(proc_b.pid))
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if proc_b.poll() is not None:
+                self.pid_file.unlink(missing_ok=True)
+                raise BrokerError(f"Kafka broker exited with code {proc_b.returncode}:\n{self.log_tail()}")
+            if port_in_use(self.host, self.port) and self._answers():
+                break
+            time.sleep(0.25)
+        else:
+            self._kill(proc_b.pid)
+            raise BrokerError(
+                f"Kafka broker did not answer within {self.start_timeout_s}s:\n{self.log_tail()}"
+            )
+        self.ensure_topics()
+        return self.status()
+
+    def _answers(self) -> bool:
+        from kafka import KafkaAdminClient
+        from kafka.errors import KafkaError
+
+        try:
+            admin = KafkaAdminClient(
+                bootstrap_servers=self.bootstrap, request_timeout_ms=5000, bootstrap_timeout_ms=5000
+            )
+        except (KafkaError, OSError):
+            return False
+        try:
+            admin.list_topics()
+            return True
+        except (KafkaError, OSError):
+            return False
+        finally:
+            admin.close()
+
+    def ensure_topics(self) -> None:
+        """Create the configured topics that do not exist yet."""
+        from kafka import KafkaAdminClient
+        from kafka.admin import NewTopic
+        from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=30000)
+        try:
+            existing = set(admin.list_topics())
+            missing = [NewTopic(t, n, 1) for t, n in self.topics.items() if t not in existing]
+            if missing:
+                self._progress(
+                    "creating topics " + ", ".join(f"{t.name} ({t.num_partitions})" for t in missing)
+                )
+                try:
+                    admin.create_topics(missing)
+                except TopicAlreadyExistsError:
+                    pass
+                # Wait until the metadata of every topic is visible.
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    if set(self.topics) <= set(admin.list_topics()):
+                        break
+                    time.sleep(0.1)
+        except KafkaError as exc:
+            raise BrokerError(f"could not create topics on {self.bootstrap}: {exc}") from exc
+        finally:
+            admin.close()
+
+    def stop(self, timeout_s: float = 60.0) -> bool:
+        """Stop the broker cleanly (SIGTERM; SIGKILL after ``timeout_s``).
+
+        Returns:
+            True if a broker was running.
+        """
+        pid = self.pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        self._progress(f"stopping Kafka broker (pid {pid})")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not _alive(pid):
+                break
+            time.sleep(0.1)
+        else:
+            self._kill(pid)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def kill(self) -> bool:
+        """Kill the broker with SIGKILL (for crash tests)."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        self._kill(pid)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    @staticmethod
+    def _kill(pid: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def status(self) -> BrokerStatus:
+        """Broker liveness, topics and partition end offsets."""
+        pid = self.pid()
+        running = pid is not None and port_in_use(self.host, self.port)
+        topics: dict[str, dict[int, int]] = {}
+        if running:
+            from kafka import KafkaConsumer, TopicPartition
+            from kafka.errors import KafkaError
+
+            try:
+                consumer = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap, request_timeout_ms=10000, enable_auto_commit=False
+                )
+                try:
+                    for topic in sorted(consumer.topics()):
+                        if topic.startswith("__"):
+                            continue
+                        parts = sorted(consumer.partitions_for_topic(topic) or [])
+                        ends = consumer.end_offsets([TopicPartition(topic, p) for p in parts])
+                        topics[topic] = {
+                            tp.partition: off
+                            for tp, off in sorted(ends.items(), key=lambda kv: kv[0].partition)
+                        }
+                finally:
+                    consumer.close()
+            except KafkaError as exc:
+                log.warning("could not read topic offsets: %s", exc)
+        return BrokerStatus(
+            running=running, pid=pid, bootstrap=self.bootstrap, data_dir=str(self.data_dir), topics=topics
+        )
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last lines of the broker's logs (for error messages)."""
+        chunks = []
+        for path in (self.stdout_file, self.log_file):
+            if path.exists():
+                text = path.read_text(errors="replace").splitlines()
+                interesting = [
+                    line for line in text if "ERROR" in line or "Exception" in line or "FATAL" in line
+                ]
+                chunks.append(f"--- {path} ---\n" + "\n".join((interesting or text)[-lines:]))
+        return "\n".join(chunks) or "(no broker log)"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not reaped by its parent) counts as dead.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

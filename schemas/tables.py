@@ -1,0 +1,187 @@
+"""Arrow schemas of every Delta table of the lake.
+
+The tables are projections of the log; these schemas are their contract with
+the pipelines that write them and the learners, API and Spark jobs that read
+them. Columns holding nested, open-ended data (payloads, evidence) are JSON text
+so that every Delta engine reads them alike.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+
+EVENTS = pa.schema(
+    [
+        pa.field("event_id", pa.string(), nullable=False),
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("type", pa.string(), nullable=False),
+        pa.field("ts", TS, nullable=False),
+        pa.field("event_date", pa.date32(), nullable=False),  # partition column
+        pa.field("schema_version", pa.int32(), nullable=False),  # as written in the log
+        pa.field("producer_worker", pa.string()),
+        pa.field("payload", pa.string(), nullable=False),  # JSON, upcast to the current version
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+    ]
+)
+"""Bronze: one row per valid event, deduplicated by ``event_id``; partitioned by ``event_date``."""
+
+QUARANTINE = pa.schema(
+    [
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("key", pa.binary()),
+        pa.field("raw", pa.binary()),
+        pa.field("error", pa.string(), nullable=False),
+        pa.field("error_fields", pa.list_(pa.string())),
+        pa.field("kafka_ts", TS),
+    ]
+)
+"""One row per record that failed to parse or validate."""
+
+EPISODES = pa.schema(
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("task_id", pa.string()),
+        pa.field("task_version", pa.string()),
+        pa.field("task_family", pa.string()),
+        pa.field("policy_id", pa.string()),
+        pa.field("policy_version", pa.string()),
+        pa.field("group_id", pa.string()),
+        pa.field("attempt", pa.int32()),
+        pa.field("status", pa.string()),  # None while open
+        pa.field("completeness", pa.string(), nullable=False),  # complete | open | gap
+        pa.field("num_events", pa.int64(), nullable=False),
+        pa.field("max_seq", pa.int64(), nullable=False),
+        pa.field("missing_seqs", pa.list_(pa.int64())),
+        pa.field("num_model_calls", pa.int64(), nullable=False),
+        pa.field("num_tool_calls", pa.int64(), nullable=False),
+        pa.field("started_at", TS),
+        pa.field("ended_at", TS),
+        pa.field("duration_s", pa.float64()),
+        pa.field("prompt_tokens", pa.int64()),
+        pa.field("completion_tokens", pa.int64()),
+        pa.field("sandbox_image", pa.string()),
+    ]
+)
+"""Silver: one row per episode."""
+
+STEPS = pa.schema(
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("seq", pa.int64(), nullable=False),
+        pa.field("event_id", pa.string(), nullable=False),
+        pa.field("type", pa.string(), nullable=False),
+        pa.field("ts", TS, nullable=False),
+        pa.field("call_id", pa.string()),
+        pa.field("tool", pa.string()),
+        pa.field("exit_code", pa.int32()),
+        pa.field("timed_out", pa.bool_()),
+        pa.field("error_kind", pa.string()),
+        pa.field("duration_s", pa.float64()),
+        pa.field("text", pa.string()),  # completion, tool arguments or output preview
+        pa.field("payload", pa.string(), nullable=False),  # JSON
+    ]
+)
+"""Silver: one row per event of an episode, flattened and typed."""
+
+REWARDS = pa.schema(
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("judge_name", pa.string(), nullable=False),
+        pa.field("judge_version", pa.string(), nullable=False),
+        pa.field("event_id", pa.string(), nullable=False),
+        pa.field("ts", TS, nullable=False),
+        pa.field("score", pa.float64(), nullable=False),
+        pa.field("verdict", pa.string(), nullable=False),
+        pa.field("components", pa.string()),  # JSON object name -> float
+        pa.field("flags", pa.list_(pa.string())),
+        pa.field("evidence", pa.string()),  # JSON
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("rejudge_run_id", pa.string()),
+    ]
+)
+"""Gold: one row per (episode, judge name, judge version); the latest reward wins."""
+
+FAILURES = pa.schema(
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("judge_name", pa.string(), nullable=False),
+        pa.field("judge_version", pa.string(), nullable=False),
+        pa.field("category", pa.string(), nullable=False),
+        pa.field("failing_seq", pa.int64()),
+        pa.field("signature", pa.string(), nullable=False),
+        pa.field("message", pa.string()),
+        pa.field("task_id", pa.string()),
+        pa.field("policy_version", pa.string()),
+    ]
+)
+"""Gold: one row per failed episode and judge version."""
+
+TASKS = pa.schema(
+    [
+        pa.field("task_id", pa.string(), nullable=False),
+        pa.field("version", pa.string(), nullable=False),
+        pa.field("family", pa.string(), nullable=False),
+        pa.field("tier", pa.string()),
+        pa.field("spec", pa.string(), nullable=False),  # JSON of the validated spec
+        pa.field("spec_digest", pa.string(), nullable=False),
+        pa.field("state_digest", pa.string()),
+        pa.field("admitted", pa.bool_(), nullable=False),
+        pa.field("reasons", pa.list_(pa.string())),
+        pa.field("admitted_at", TS, nullable=False),
+    ]
+)
+"""Task specs with their admission results."""
+
+CHECKPOINTS = pa.schema(
+    [
+        pa.field("checkpoint_id", pa.string(), nullable=False),
+        pa.field("parent_id", pa.string()),
+        pa.field("policy_id", pa.string(), nullable=False),
+        pa.field("policy_version", pa.string(), nullable=False),
+        pa.field("backend", pa.string(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("created_at", TS, nullable=False),
+        pa.field("lake_uri", pa.string(), nullable=False),
+        pa.field("table_versions", pa.string(), nullable=False),  # JSON table -> Delta version
+        pa.field("judge_name", pa.string()),
+        pa.field("judge_version", pa.string()),
+        pa.field("offsets", pa.string()),  # JSON topic/partition -> offset
+        pa.field("num_samples", pa.int64(), nullable=False),
+        pa.field("metrics", pa.string()),  # JSON
+    ]
+)
+"""Learner checkpoints with the data and judge versions that produced them."""
+
+TABLES: dict[str, pa.Schema] = {
+    "events": EVENTS,
+    "quarantine": QUARANTINE,
+    "episodes": EPISODES,
+    "steps": STEPS,
+    "rewards": REWARDS,
+    "failures": FAILURES,
+    "tasks": TASKS,
+    "checkpoints": CHECKPOINTS,
+}
+"""Arrow schema by table name."""
+
+PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
+    "events": ("event_id",),
+    "quarantine": ("topic", "partition", "offset"),
+    "episodes": ("episode_id",),
+    "steps": ("episode_id", "seq"),
+    "rewards": ("episode_id", "judge_name", "judge_version"),
+    "failures": ("episode_id", "judge_name", "judge_version"),
+    "tasks": ("task_id", "version"),
+    "checkpoints": ("checkpoint_id",),
+}
+"""The key each table is merged by."""
+
+PARTITION_COLUMNS: dict[str, tuple[str, ...]] = {"events": ("event_date",)}
+"""Partition columns by table (tables not listed are unpartitioned)."""

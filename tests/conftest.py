@@ -1,0 +1,52 @@
+"""Shared fixtures: a real Kafka broker started by the test session."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ingest.kafka_broker import EmbeddedKafka
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO.parent / "shared" / "fixtures" / "trajectories"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedKafka]:
+    """One real single-node KRaft broker for the whole session (topics: 8 partitions)."""
+    home = tmp_path_factory.mktemp("kafka-home")
+    broker = EmbeddedKafka(home, f"127.0.0.1:{free_port()}", heap="512m")
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def fresh_broker(tmp_path: Path) -> Iterator[EmbeddedKafka]:
+    """A broker of its own, for tests that stop, kill or corrupt it."""
+    broker = EmbeddedKafka(tmp_path / "home", f"127.0.0.1:{free_port()}", heap="384m")
+    try:
+        yield broker
+    finally:
+        broker.stop(timeout_s=20)
+
+
+@pytest.fixture
+def topic(kafka: EmbeddedKafka, request: pytest.FixtureRequest) -> str:
+    """A fresh topic (8 partitions) on the session broker, named after the test."""
+    name = "t." + request.node.name.replace("[", ".").replace("]", "")[:150] + f".{os.getpid()}"
+    broker = EmbeddedKafka(kafka.home, kafka.bootstrap, topics={name: 8})
+    broker.ensure_topics()
+    return name

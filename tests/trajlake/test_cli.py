@@ -1,0 +1,177 @@
+"""The command line, run as a user would: `.venv/bin/trajlake ...` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ingest.kafka_broker import EmbeddedKafka
+from tests.conftest import FIXTURES, free_port
+
+TRAJLAKE = str(Path(sys.executable).with_name("trajlake"))
+
+
+def run(
+    home: Path, port: int, *args: str, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    e = {
+        **os.environ,
+        "TRAJLAKE_HOME": str(home),
+        "TRAJLAKE_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}",
+        "COLUMNS": "200",
+        **(env or {}),
+    }
+    proc = subprocess.run([TRAJLAKE, *args], env=e, capture_output=True, text=True, timeout=300)
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def status(home: Path, port: int) -> dict:  # type: ignore[type-arg]
+    return json.loads(run(home, port, "status", "--json").stdout)
+
+
+@pytest.mark.kafka
+def test_up_status_down_and_data_survives(tmp_path: Path) -> None:
+    home, port = tmp_path / "a", free_port()
+    try:
+        run(home, port, "up")
+        st = status(home, port)
+        assert st["running"] and st["bootstrap"] == f"127.0.0.1:{port}"
+        assert set(st["topics"]) == {"trajlake.episodes", "trajlake.judgements"}
+        assert all(len(p) == 8 for p in st["topics"].values())
+        again = run(home, port, "up")  # harmless when running
+        assert "already running" in again.stderr
+        # Record through the CLI's importer, then bounce the broker.
+        run(
+            home,
+            port,
+            "import",
+            "--format",
+            "mini-swe-agent",
+            str(FIXTURES / "mini-swe-agent" / "local.traj.json"),
+        )
+        before = sum(status(home, port)["topics"]["trajlake.episodes"].values())
+        assert before > 0
+        assert "broker stopped" in run(home, port, "down").stdout
+        assert not status(home, port)["running"]
+        assert run(home, port, "status", check=False).returncode == 3
+        run(home, port, "up")
+        assert sum(status(home, port)["topics"]["trajlake.episodes"].values()) == before
+        events = [
+            json.loads(line)
+            for line in run(home, port, "events", "read", "--limit", "1000").stdout.splitlines()
+        ]
+        assert len(events) == before and events[0]["type"] == "episode_started"
+    finally:
+        run(home, port, "down", check=False)
+
+
+@pytest.mark.kafka
+def test_two_homes_on_two_ports_run_two_independent_brokers(tmp_path: Path) -> None:
+    a, pa = tmp_path / "a", free_port()
+    b, pb = tmp_path / "b", free_port()
+    try:
+        run(a, pa, "up")
+        run(b, pb, "up")
+        run(a, pa, "import", str(FIXTURES / "openhands" / "basic.json"))
+        assert sum(status(a, pa)["topics"]["trajlake.episodes"].values()) > 0
+        assert sum(status(b, pb)["topics"]["trajlake.episodes"].values()) == 0
+        run(a, pa, "down")
+        assert status(b, pb)["running"]
+    finally:
+        run(a, pa, "down", check=False)
+        run(b, pb, "down", check=False)
+
+
+def test_port_taken_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        proc = run(tmp_path, port, "up", check=False)
+    assert proc.returncode == 1
+    assert f"port {port}" in proc.stderr and "taken" in proc.stderr
+
+
+def test_no_java_is_a_clear_error(tmp_path: Path) -> None:
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    env = {"PATH": str(bare), "JAVA_HOME": ""}
+    os.environ.pop("JAVA_HOME", None)
+    proc = run(tmp_path, free_port(), "up", env=env, check=False)
+    assert proc.returncode == 1
+    assert "Java not found" in proc.stderr
+
+
+@pytest.mark.kafka
+def test_corrupted_storage_is_a_clear_error(fresh_broker: EmbeddedKafka) -> None:
+    fresh_broker.start()
+    fresh_broker.stop()
+    (fresh_broker.data_dir / "meta.properties").unlink()
+    with pytest.raises(Exception, match="corrupted: no meta.properties"):
+        fresh_broker.start()
+    (fresh_broker.data_dir / "meta.properties").write_text("version=1\n")
+    with pytest.raises(Exception, match="lacks cluster.id"):
+        fresh_broker.start()
+
+
+def test_schemas_export(tmp_path: Path) -> None:
+    out = tmp_path / "schemas"
+    run(tmp_path, free_port(), "schemas", "export", str(out))
+    names = sorted(p.name for p in out.glob("*.schema.json"))
+    assert "envelope.schema.json" in names and "tool_result.schema.json" in names
+    assert len(names) == 9
+    doc = json.loads((out / "envelope.schema.json").read_text())
+    assert doc["$schema"].endswith("2020-12/schema")
+
+
+@pytest.mark.kafka
+def test_import_every_fixture_through_the_cli(kafka: EmbeddedKafka, tmp_path: Path) -> None:
+    port = int(kafka.bootstrap.rsplit(":", 1)[1])
+    home = tmp_path / "h"
+    topic = f"import.{os.getpid()}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 8}).ensure_topics()
+    files = sorted(str(p) for p in FIXTURES.rglob("*.json"))
+    assert len(files) == 4
+    proc = run(home, port, "import", "--json", *files, env={"TRAJLAKE_TOPIC_EPISODES": topic})
+    reports = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert {r["format"] for r in reports} == {"mini-swe-agent", "openhands"}
+    events = [
+        json.loads(line)
+        for line in run(
+            home, port, "events", "read", "--limit", "10000", env={"TRAJLAKE_TOPIC_EPISODES": topic}
+        ).stdout.splitlines()
+    ]
+    assert len(events) == sum(sum(r["events"].values()) for r in reports)
+    assert {e["episode_id"] for e in events} == {r["episode_id"] for r in reports}
+
+
+def test_import_of_a_malformed_file_fails_clearly(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("42")
+    proc = run(tmp_path, free_port(), "import", "--format", "openhands", str(bad), check=False)
+    assert proc.returncode == 1
+    assert "bad.json" in proc.stderr
+
+
+@pytest.mark.kafka
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
+    port = free_port()
+    try:
+        proc = run(tmp_path, port, "demo", "--episodes", "4")
+        assert "every recorded event was read back, in order" in proc.stdout
+        assert proc.stdout.count("scripted") >= 4
+    finally:
+        run(tmp_path, port, "down", check=False)
+
+
+def test_fixtures_and_cli_are_installed() -> None:
+    assert FIXTURES.is_dir() and shutil.which(TRAJLAKE) is not None

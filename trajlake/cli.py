@@ -1,0 +1,281 @@
+"""The ``trajlake`` command line: the composition root that wires the packages together."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from schemas.errors import TrajlakeError
+
+app = typer.Typer(
+    name="trajlake",
+    help="Event-sourced data platform for agentic RL: Kafka log -> Beam -> Delta -> learners.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+schemas_app = typer.Typer(help="Event schemas.", no_args_is_help=True)
+spool_app = typer.Typer(help="Durable local spools of rollout workers.", no_args_is_help=True)
+events_app = typer.Typer(help="Read events back from the log.", no_args_is_help=True)
+app.add_typer(schemas_app, name="schemas")
+app.add_typer(spool_app, name="spool")
+app.add_typer(events_app, name="events")
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _settings() -> Any:
+    from trajlake.settings import Settings
+
+    return Settings()
+
+
+def _broker(progress: bool = True) -> Any:
+    from ingest.kafka_broker import EmbeddedKafka
+
+    s = _settings()
+    return EmbeddedKafka(
+        s.home,
+        s.kafka_bootstrap,
+        topics=s.topics,
+        heap=s.kafka_heap,
+        progress=(lambda msg: err_console.print(f"[dim]{msg}[/dim]")) if progress else None,
+    )
+
+
+def _fail(exc: BaseException) -> None:
+    err_console.print(f"[bold red]error:[/bold red] {exc}")
+    raise typer.Exit(code=1)
+
+
+def _status_table(status: Any) -> Table:
+    table = Table(title=f"Kafka broker {status.bootstrap}", show_lines=False)
+    table.add_column("topic")
+    table.add_column("partitions", justify="right")
+    table.add_column("end offsets", justify="left")
+    table.add_column("events", justify="right")
+    for topic, parts in status.topics.items():
+        table.add_row(
+            topic, str(len(parts)), " ".join(f"{p}:{o}" for p, o in parts.items()), str(sum(parts.values()))
+        )
+    return table
+
+
+# ------------------------------------------------------------------ broker
+
+
+@app.command()
+def up() -> None:
+    """Start the embedded Kafka broker (KRaft) and create the topics. Harmless if running."""
+    try:
+        status = _broker().start()
+    except TrajlakeError as exc:
+        _fail(exc)
+    console.print(f"[green]broker up[/green] pid {status.pid} on {status.bootstrap}, data {status.data_dir}")
+    console.print(_status_table(status))
+
+
+@app.command()
+def down(
+    kill: Annotated[bool, typer.Option(help="SIGKILL instead of a clean shutdown.")] = False,
+) -> None:
+    """Stop the embedded Kafka broker cleanly; its data survives."""
+    broker = _broker()
+    stopped = broker.kill() if kill else broker.stop()
+    console.print("broker stopped" if stopped else "broker was not running")
+
+
+@app.command()
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show the broker, its topics and partition end offsets."""
+    st = _broker(progress=False).status()
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "running": st.running,
+                    "pid": st.pid,
+                    "bootstrap": st.bootstrap,
+                    "data_dir": st.data_dir,
+                    "topics": {t: {str(p): o for p, o in ps.items()} for t, ps in st.topics.items()},
+                }
+            )
+        )
+        return
+    if not st.running:
+        console.print(f"[yellow]broker not running[/yellow] (bootstrap {st.bootstrap}, data {st.data_dir})")
+        raise typer.Exit(code=3)
+    console.print(f"[green]broker running[/green] pid {st.pid} on {st.bootstrap}, data {st.data_dir}")
+    console.print(_status_table(st))
+
+
+# ------------------------------------------------------------------ schemas
+
+
+@schemas_app.command("export")
+def schemas_export(directory: Path) -> None:
+    """Write one JSON Schema file per event type, plus the envelope, into DIRECTORY."""
+    from schemas import export_json_schemas
+
+    for path in export_json_schemas(directory):
+        console.print(str(path))
+
+
+# ------------------------------------------------------------------ import
+
+
+@app.command("import")
+def import_(
+    paths: Annotated[list[Path], typer.Argument(help="Trajectory files.")],
+    fmt: Annotated[str, typer.Option("--format", help="mini-swe-agent | openhands | auto")] = "auto",
+    worker_id: Annotated[str, typer.Option(help="Spool/producer id of the importer.")] = "importer",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON report per file.")] = False,
+) -> None:
+    """Import other agents' trajectories as trajlake events (through the recorder)."""
+    from ingest import EpisodeRecorder
+    from ingest.importers import detect_format, import_file
+
+    s = _settings()
+    failed = 0
+    try:
+        recorder = EpisodeRecorder.open(
+            bootstrap=s.kafka_bootstrap, home=s.home, worker_id=worker_id, topic=s.topic_episodes
+        )
+    except TrajlakeError as exc:
+        _fail(exc)
+    with recorder:
+        for path in paths:
+            try:
+                name = detect_format(path) if fmt == "auto" else fmt
+                report = import_file(path, recorder, format=name)
+            except (TrajlakeError, OSError) as exc:
+                failed += 1
+                err_console.print(f"[red]{path}: {exc}[/red]")
+                continue
+            if as_json:
+                print(
+                    json.dumps(report.to_dict() if hasattr(report, "to_dict") else vars(report), default=str)
+                )
+            else:
+                console.print(report.summary())
+        try:
+            recorder.flush(timeout=120)
+        except TrajlakeError as exc:
+            _fail(exc)
+    if failed:
+        raise typer.Exit(code=1)
+
+
+# ------------------------------------------------------------------ spool
+
+
+@spool_app.command("status")
+def spool_status() -> None:
+    """Show each worker spool: segments and bytes waiting for Kafka."""
+    s = _settings()
+    table = Table(title=f"spools under {s.spool}")
+    for col in ("worker", "segments", "bytes"):
+        table.add_column(col)
+    if s.spool.exists():
+        for d in sorted(p for p in s.spool.iterdir() if p.is_dir()):
+            segs = list(d.glob("seg-*.log"))
+            table.add_row(d.name, str(len(segs)), str(sum(p.stat().st_size for p in segs)))
+    console.print(table)
+
+
+@spool_app.command("drain")
+def spool_drain(
+    timeout: Annotated[float, typer.Option(help="Seconds to wait per spool.")] = 120.0,
+) -> None:
+    """Re-send what dead workers left in their spools (spools of live workers are skipped)."""
+    from ingest import EpisodeRecorder, SpoolLockedError
+
+    s = _settings()
+    if not s.spool.exists():
+        console.print("no spools")
+        return
+    for d in sorted(p for p in s.spool.iterdir() if p.is_dir()):
+        try:
+            rec = EpisodeRecorder.open(
+                bootstrap=s.kafka_bootstrap, home=s.home, worker_id=d.name, topic=s.topic_episodes
+            )
+        except SpoolLockedError:
+            console.print(f"{d.name}: owned by a live worker, skipped")
+            continue
+        n = rec.delivery.stats.recovered
+        try:
+            rec.flush(timeout)
+        except TrajlakeError as exc:
+            err_console.print(f"[red]{d.name}: {exc}[/red]")
+        finally:
+            rec.close()
+        console.print(f"{d.name}: re-sent {n} records")
+
+
+# ------------------------------------------------------------------ events
+
+
+@events_app.command("read")
+def events_read(
+    episode: Annotated[str | None, typer.Option(help="Only this episode.")] = None,
+    topic: Annotated[str | None, typer.Option(help="Topic (default: the episodes topic).")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many events.")] = 100,
+) -> None:
+    """Print events read back from the log, parsed and validated."""
+    from ingest.log_reader import read_events
+
+    s = _settings()
+    n = 0
+    for rec in read_events(s.kafka_bootstrap, topic or s.topic_episodes, episode_id=episode):
+        print(rec.event.model_dump_json() if rec.event else json.dumps({"error": rec.error}))
+        n += 1
+        if n >= limit:
+            break
+
+
+# ------------------------------------------------------------------ demo
+
+
+@app.command()
+def demo(
+    episodes: Annotated[int, typer.Option(help="Episodes to record.")] = 3,
+) -> None:
+    """End-to-end demo of what exists so far.
+
+    Brings up the embedded broker, records episodes through the EpisodeRecorder
+    (spool -> Kafka, acks=all), imports the shipped real trajectories when
+    present, reads every event back from Kafka and checks it.
+    """
+    from trajlake.demo import run_demo
+
+    try:
+        ok = run_demo(_settings(), _broker(), episodes=episodes, console=console)
+    except TrajlakeError as exc:
+        _fail(exc)
+    if not ok:
+        raise typer.Exit(code=1)
+
+
+def main() -> None:
+    """Entry point of the ``trajlake`` console script."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # kafka-python logs every reconnect attempt; the spool and our own messages say what matters.
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
