@@ -16,10 +16,17 @@ round runs three variants, each sending ``N`` events and waiting until Kafka
 acknowledged every one of them:
 
 (a) ``recorder``: the workload recorded through :class:`EpisodeRecorder` with
-    its spool (``EpisodeRecorder.open`` on a fresh spool), then ``rec.flush()``.
-    Timed from the first record to the end of the flush, so it includes all the
-    recorder's own work: payload validation, envelope framing, ids and
-    timestamps, the spool append, receipt reaping and spool release.
+    its spool and the default delivery (a shipper process tails the spool into
+    Kafka with kafka-python), then ``rec.flush()``. Timed from the first record
+    to the end of the flush (every event acknowledged by Kafka and released
+    from the spool), so it includes all the recorder's own work: payload
+    validation, envelope framing, ids and timestamps, the spool append, and the
+    shipper's reading, sending and progress reporting. The shipper is started
+    and connected before the timer (one warm-up episode), as the baselines'
+    producers are created and connected before theirs.
+(a') ``recorder-inline``: the same with ``delivery="inline"``: the recording
+    process sends to Kafka itself (kafka-python in the same interpreter), the
+    spool only as the safety net.
 (b) ``kafka-python``: a raw ``KafkaProducer`` sending pre-serialised bytes, then
     ``flush()``.
 (c) ``confluent-kafka``: a raw librdkafka ``Producer`` sending the same
@@ -103,9 +110,10 @@ EVENTS_PER_EPISODE = 50
 SEED = 20240601
 TARGET_A_OVER_B = 0.8
 FLUSH_TIMEOUT_S = 300.0
-VARIANTS = ("recorder", "kafka-python", "confluent-kafka")
+VARIANTS = ("recorder", "recorder-inline", "kafka-python", "confluent-kafka")
 LABELS = {
-    "recorder": "(a) recorder+spool",
+    "recorder": "(a) recorder+spool+shipper",
+    "recorder-inline": "(a') recorder+spool inline",
     "kafka-python": "(b) kafka-python",
     "confluent-kafka": "(c) confluent-kafka",
 }
@@ -275,33 +283,50 @@ class Bench:
     runs: list[Run] = field(default_factory=list)
 
 
-def run_recorder(b: Bench, round_no: int) -> float:
-    """(a): record the workload through a fresh recorder + spool, then flush."""
+WARM_UP_EVENTS = 3  # one short episode: started, annotation, ended
+
+
+def _run_recorder(b: Bench, round_no: int, delivery: str) -> float:
     rec = EpisodeRecorder.open(
         bootstrap=b.bootstrap,
         home=b.home,
-        worker_id=f"bench-a-{round_no}",
+        worker_id=f"bench-{delivery}-{round_no}",
         topic=TOPIC,
         spool_max_bytes=max(256 << 20, 4 * b.n_bytes),
+        delivery=delivery,  # type: ignore[arg-type]
     )
     try:
-        # Create the producer and fetch the topic's metadata before the timer starts.
-        if rec.delivery.sink.partition_for(TOPIC, b"warm-up") is None:
-            raise BenchError(f"recorder: no metadata for topic {TOPIC} from {b.bootstrap}")
+        # Like the baselines' producers, get connected (and, with the default
+        # delivery, the shipper process started) before the timer starts: one
+        # short episode recorded and acknowledged.
+        with rec.episode(task={"id": "warm-up"}, policy={"id": "bench"}) as ep:
+            ep.annotate("warm-up")
+            ep.end("aborted")
+        rec.flush(timeout=FLUSH_TIMEOUT_S)
         gc.collect()
         t0 = time.perf_counter()
         record_workload(rec, b.workload)
         rec.flush(timeout=FLUSH_TIMEOUT_S)
         elapsed = time.perf_counter() - t0
         stats = rec.delivery.stats
-        if stats.acknowledged != b.n_events or rec.delivery.pending != 0:
+        if stats.acknowledged != b.n_events + WARM_UP_EVENTS or rec.delivery.pending != 0:
             raise BenchError(
-                f"recorder: {stats.acknowledged} of {b.n_events} events acknowledged, "
-                f"{rec.delivery.pending} still pending (stats: {stats})"
+                f"recorder ({delivery}): {stats.acknowledged} of {b.n_events} + {WARM_UP_EVENTS} "
+                f"events acknowledged, {rec.delivery.pending} still pending (stats: {stats})"
             )
     finally:
         rec.close()
     return elapsed
+
+
+def run_recorder(b: Bench, round_no: int) -> float:
+    """(a): the workload through a fresh recorder, spool and shipper (the default), then flush."""
+    return _run_recorder(b, round_no, "shipper")
+
+
+def run_recorder_inline(b: Bench, round_no: int) -> float:
+    """(a'): the same with inline delivery (this process sends to Kafka itself)."""
+    return _run_recorder(b, round_no, "inline")
 
 
 def kafka_python_settings(bootstrap: str) -> dict[str, Any]:
@@ -397,6 +422,7 @@ def run_confluent(b: Bench, round_no: int) -> float:
 
 RUNNERS: dict[str, Callable[[Bench, int], float]] = {
     "recorder": run_recorder,
+    "recorder-inline": run_recorder_inline,
     "kafka-python": run_kafka_python,
     "confluent-kafka": run_confluent,
 }
@@ -452,11 +478,15 @@ def summarize(b: Bench, rounds: int) -> dict[str, Any]:
     per_round_ab = [by_round[("recorder", i)] / by_round[("kafka-python", i)] for i in range(rounds)]
     per_round_ac = [by_round[("recorder", i)] / by_round[("confluent-kafka", i)] for i in range(rounds)]
     a = per["recorder"]["median_events_per_s"]
+    ratio_inline_b = (
+        per["recorder-inline"]["median_events_per_s"] / per["kafka-python"]["median_events_per_s"]
+    )
     ratio_ab = a / per["kafka-python"]["median_events_per_s"]
     ratio_ac = a / per["confluent-kafka"]["median_events_per_s"]
     return {
         "variants": per,
         "ratio_a_over_b": ratio_ab,
+        "ratio_inline_over_b": ratio_inline_b,
         "ratio_a_over_c": ratio_ac,
         "per_round_a_over_b": per_round_ab,
         "median_per_round_a_over_b": statistics.median(per_round_ab),
@@ -498,6 +528,7 @@ def print_report(summary: dict[str, Any], meta: dict[str, Any]) -> None:
     console.print(
         f"a/b (medians): {summary['ratio_a_over_b']:.2f}   "
         f"a/c (medians): {summary['ratio_a_over_c']:.2f}   "
+        f"a'/b (medians): {summary['ratio_inline_over_b']:.2f}   "
         f"median of per-round a/b: {summary['median_per_round_a_over_b']:.2f} "
         f"[dim]({per_round})"
     )

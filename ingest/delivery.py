@@ -114,6 +114,10 @@ class SpooledDelivery:
         """False while records wait in the spool for the sink to come back."""
         return self._healthy
 
+    def partition_for(self, topic: str, key: bytes) -> int | None:
+        """The partition the sink maps ``key`` to (``None`` when unknown)."""
+        return self.sink.partition_for(topic, key)
+
     def submit(self, topic: str, key: bytes, value: bytes, *, partition: int | None = None) -> None:
         """Durably record one record, then hand it to the sink if it is healthy.
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -34,6 +34,7 @@ from ingest.blobs import BlobStore
 from ingest.delivery import SpooledDelivery
 from ingest.errors import EpisodeStateError
 from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
+from ingest.shipper import ShippedDelivery
 from ingest.sink import EventSink
 from ingest.spool import FsyncPolicy, Spool
 from schemas.codec import translate_validation_error
@@ -97,7 +98,7 @@ class EpisodeRecorder:
 
     def __init__(
         self,
-        delivery: SpooledDelivery,
+        delivery: SpooledDelivery | ShippedDelivery,
         *,
         worker_id: str,
         topic: str = DEFAULT_TOPIC,
@@ -129,6 +130,7 @@ class EpisodeRecorder:
         spool_full_timeout_s: float = 30.0,
         fsync: FsyncPolicy = "never",
         sink_config: KafkaSinkConfig | None = None,
+        delivery: Literal["shipper", "inline"] = "shipper",
         **kwargs: Any,
     ) -> EpisodeRecorder:
         """Wire a recorder to Kafka, with a spool and a blob store under ``home``.
@@ -136,6 +138,21 @@ class EpisodeRecorder:
         The spool is ``home/spool/<worker_id>`` and the blobs ``home/blobs``.
         Records a previous process with the same ``worker_id`` left in its spool
         are re-sent first.
+
+        Args:
+            bootstrap: Kafka bootstrap servers.
+            home: the trajlake home.
+            worker_id: stable id of this worker (names its spool).
+            topic: destination topic.
+            sink: an explicit sink (e.g. :class:`MemorySink`); implies ``inline``.
+            spool_max_bytes: the spool's size bound.
+            spool_full_timeout_s: how long a full spool blocks before raising.
+            fsync: the spool's fsync policy.
+            sink_config: Kafka producer settings.
+            delivery: ``shipper`` (default: a sidecar process tails the spool
+                into Kafka, so the worker never pays for Kafka) or ``inline``
+                (this process sends, with the spool as its safety net).
+            **kwargs: passed to the constructor (``blobs``, ``inline_limit``, ...).
         """
         spool = Spool(
             Path(home) / "spool" / worker_id,
@@ -144,13 +161,14 @@ class EpisodeRecorder:
             full_timeout_s=spool_full_timeout_s,
             fsync=fsync,
         )
-        if sink is None:
-            cfg = sink_config or KafkaSinkConfig(
-                bootstrap_servers=bootstrap, client_id=f"trajlake-{worker_id}"
-            )
-            sink = KafkaSink(cfg)
+        cfg = sink_config or KafkaSinkConfig(bootstrap_servers=bootstrap, client_id=f"trajlake-{worker_id}")
+        chosen: SpooledDelivery | ShippedDelivery
+        if sink is not None or delivery == "inline":
+            chosen = SpooledDelivery(spool, sink or KafkaSink(cfg))
+        else:
+            chosen = ShippedDelivery(spool, cfg)
         blobs = kwargs.pop("blobs", None) or BlobStore(str(Path(home) / "blobs"))
-        return cls(SpooledDelivery(spool, sink), worker_id=worker_id, topic=topic, blobs=blobs, **kwargs)
+        return cls(chosen, worker_id=worker_id, topic=topic, blobs=blobs, **kwargs)
 
     # ------------------------------------------------------------- episodes
 
@@ -554,7 +572,7 @@ class Episode:
             )
             if not self._partition_known:
                 rec = self.recorder
-                self._partition = rec.delivery.sink.partition_for(rec.topic, self._key)
+                self._partition = rec.delivery.partition_for(rec.topic, self._key)
                 self._partition_known = self._partition is not None
             self.recorder.delivery.submit(self.recorder.topic, self._key, value, partition=self._partition)
             self.seq += 1

@@ -90,7 +90,51 @@ def read_records(path: Path) -> Iterator[tuple[int, str, bytes, bytes]]:
 
     Stops at the first torn or corrupt record (the tail a crash left behind).
     """
-    data = path.read_bytes()
+    records, _ = parse_records(path.read_bytes())
+    start = 0
+    for end, topic, key, value in records:
+        yield start, topic, key, value
+        start = end
+
+
+def segment_numbers(directory: Path) -> list[int]:
+    """Numbers of the segment files in ``directory``, ascending."""
+    out = []
+    for p in directory.glob("seg-*.log"):
+        try:
+            out.append(int(p.stem.split("-")[1]))
+        except (IndexError, ValueError):
+            continue
+    return sorted(out)
+
+
+def segment_path(directory: Path, number: int) -> Path:
+    """Path of segment ``number`` of the spool in ``directory``."""
+    return directory / f"seg-{number:012d}.log"
+
+
+def lock_file(fd: int, timeout_s: float) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, waiting up to ``timeout_s``; False if not."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+
+def parse_records(data: bytes | memoryview, base: int = 0) -> tuple[list[tuple[int, str, bytes, bytes]], int]:
+    """Parse the complete, intact records at the start of ``data``.
+
+    Returns:
+        ``([(end_position, topic, key, value), ...], consumed)`` where positions
+        are ``base`` + offsets in ``data`` and ``consumed`` is where parsing stopped
+        (a zero header, a record not fully in ``data``, or a CRC mismatch).
+    """
+    out = []
     pos = 0
     end = len(data)
     while pos + _HEADER.size <= end:
@@ -98,13 +142,20 @@ def read_records(path: Path) -> Iterator[tuple[int, str, bytes, bytes]]:
         start = pos + _HEADER.size
         stop = start + body_len
         if body_len == 0 or stop > end or topic_len + key_len > body_len:
-            return
-        body = data[start:stop]
+            break
+        body = bytes(data[start:stop])
         if zlib.crc32(body) != crc:
-            return
-        topic = body[:topic_len].decode("utf-8")
-        yield pos, topic, body[topic_len : topic_len + key_len], body[topic_len + key_len :]
+            break
+        out.append(
+            (
+                base + stop,
+                body[:topic_len].decode("utf-8"),
+                body[topic_len : topic_len + key_len],
+                body[topic_len + key_len :],
+            )
+        )
         pos = stop
+    return out, pos
 
 
 class Spool:
@@ -121,6 +172,8 @@ class Spool:
             ``interval`` (also fsynced every ``fsync_interval_s``) or ``always``
             (fsynced on every append: survives power loss, slow).
         fsync_interval_s: period of the ``interval`` policy.
+        lock_timeout_s: how long to wait for the directory's lock (a shipper
+            finishing off a dead worker's spool holds it for a moment).
 
     Raises:
         SpoolLockedError: another live process owns ``directory``.
@@ -135,6 +188,7 @@ class Spool:
         full_timeout_s: float = 30.0,
         fsync: FsyncPolicy = "never",
         fsync_interval_s: float = 0.2,
+        lock_timeout_s: float = 5.0,
     ) -> None:
         if segment_bytes <= 0 or max_bytes < segment_bytes:
             raise SpoolError("need 0 < segment_bytes <= max_bytes")
@@ -152,20 +206,25 @@ class Spool:
             self._lock_fd = os.open(self.directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise SpoolError(f"cannot open spool at {self.directory}: {exc}") from exc
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
+        if not lock_file(self._lock_fd, lock_timeout_s):
             os.close(self._lock_fd)
-            raise SpoolLockedError(f"spool {self.directory} is owned by another live process") from exc
+            raise SpoolLockedError(f"spool {self.directory} is owned by another live process")
         # Segments left behind by an earlier process: recovered, never appended to.
         self._recovered: list[Segment] = []
-        numbers = sorted(int(p.stem.split("-")[1]) for p in self.directory.glob("seg-*.log"))
+        numbers = segment_numbers(self.directory)
         for n in numbers:
             seg = Segment(self._segment_path(n), n)
             seg.sealed = True
             seg.size = seg.path.stat().st_size
             self._recovered.append(seg)
-        self._next_number = (numbers[-1] + 1) if numbers else 0
+        # Segment numbers never go back, even once every segment is gone: a
+        # shipper's progress refers to them.
+        self._next_path = self.directory / "NEXT"
+        try:
+            persisted = int(self._next_path.read_text() or 0)
+        except (OSError, ValueError):
+            persisted = 0
+        self._next_number = max(persisted, (numbers[-1] + 1) if numbers else 0)
         self._disk_bytes = sum(s.size for s in self._recovered)
         self._active: Segment = self._open_segment()
         self._live: set[Segment] = set(self._recovered) | {self._active}
@@ -173,11 +232,14 @@ class Spool:
     # ------------------------------------------------------------- internals
 
     def _segment_path(self, n: int) -> Path:
-        return self.directory / f"seg-{n:012d}.log"
+        return segment_path(self.directory, n)
 
     def _open_segment(self, min_capacity: int = 0) -> Segment:
         seg = Segment(self._segment_path(self._next_number), self._next_number)
         self._next_number += 1
+        tmp = self._next_path.with_suffix(".tmp")
+        tmp.write_text(str(self._next_number))
+        tmp.replace(self._next_path)
         capacity = max(self.segment_bytes, min_capacity)
         capacity += (-capacity) % mmap.PAGESIZE
         try:
@@ -284,6 +346,30 @@ class Spool:
             seg.appended += 1
             self._disk_bytes += size
         return seg, position
+
+    def ack_through(self, segment_number: int, count: int) -> None:
+        """Acknowledge every record before the ``count``-th of segment ``segment_number``.
+
+        Used with a shipper, which reports its progress as a position in the
+        spool: all records of earlier segments, and the first ``count`` of
+        this one, are acknowledged.
+        """
+        with self._cond:
+            for seg in list(self._live):
+                if seg.number < segment_number:
+                    seg.acked = max(seg.acked, seg.appended)
+                elif seg.number == segment_number:
+                    seg.acked = max(seg.acked, min(count, seg.appended))
+                else:
+                    continue
+                if seg.sealed:
+                    self._maybe_delete(seg)
+            self._cond.notify_all()
+
+    @property
+    def active_segment(self) -> Segment:
+        """The segment being appended to."""
+        return self._active
 
     @staticmethod
     def _msync(mm: mmap.mmap, position: int, size: int) -> None:

@@ -4,7 +4,7 @@ Records ``episodes`` episodes of ``events`` events each and, after each record
 call returns, appends the event id to a ledger file with one ``write`` (so the
 ledger survives SIGKILL exactly like the recorder's promise does).
 
-Usage: python recording_worker.py BOOTSTRAP HOME WORKER_ID TOPIC EPISODES EVENTS LEDGER [PAUSE_S]
+Usage: python recording_worker.py BOOTSTRAP HOME WORKER_ID TOPIC EPISODES EVENTS LEDGER [PAUSE_S [DELIVERY]]
 """
 
 from __future__ import annotations
@@ -20,8 +20,15 @@ from ingest import EpisodeRecorder
 def main() -> None:
     bootstrap, home, worker_id, topic, episodes, events, ledger = sys.argv[1:8]
     pause = float(sys.argv[8]) if len(sys.argv) > 8 else 0.0
+    delivery = sys.argv[9] if len(sys.argv) > 9 else "shipper"
     fd = os.open(ledger, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    rec = EpisodeRecorder.open(bootstrap=bootstrap, home=Path(home), worker_id=worker_id, topic=topic)
+    rec = EpisodeRecorder.open(
+        bootstrap=bootstrap,
+        home=Path(home),
+        worker_id=worker_id,
+        topic=topic,
+        delivery=delivery,  # type: ignore[arg-type]
+    )
     print(f"recovered {rec.delivery.stats.recovered}", flush=True)
     for e in range(int(episodes)):
         with rec.episode(task={"id": f"task-{e % 5}"}, policy={"id": worker_id}) as ep:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 import signal
 import subprocess
@@ -44,6 +46,7 @@ def spawn(
     events: int,
     ledger: Path,
     pause: float = 0.0,
+    delivery: str = "shipper",
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -57,6 +60,7 @@ def spawn(
             str(events),
             str(ledger),
             str(pause),
+            delivery,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -94,34 +98,53 @@ def _ledger(path: Path) -> list[tuple[str, int]]:
     return out
 
 
+@pytest.mark.parametrize("delivery", ["inline", "shipper"])
 def test_worker_killed_with_sigkill_loses_no_recorded_event(
-    kafka: EmbeddedKafka, topic: str, tmp_path: Path
+    kafka: EmbeddedKafka, topic: str, tmp_path: Path, delivery: str
 ) -> None:
+    """SIGKILL at random points, three times; with the shipper, it is killed too."""
+    from ingest.shipper import Progress
+
     ledger = tmp_path / "ledger"
+    spool = tmp_path / "spool" / "crashy"
     rng = random.Random(11)
+    left_behind = 0
     for _round in range(3):
-        p = spawn(kafka.bootstrap, tmp_path, "crashy", topic, 1000, 50, ledger, pause=0.0005)
+        p = spawn(
+            kafka.bootstrap, tmp_path, "crashy", topic, 1000, 50, ledger, pause=0.0005, delivery=delivery
+        )
         assert p.stdout is not None
         p.stdout.readline()  # started
         time.sleep(rng.uniform(0.5, 2.0))
         p.send_signal(signal.SIGKILL)
         p.wait()
-    spool = tmp_path / "spool" / "crashy"
-    assert list(spool.glob("seg-*.log")), "the kill should leave unacknowledged records behind"
-    # Restart the worker: it re-sends its spool first, then records a little more.
-    p = spawn(kafka.bootstrap, tmp_path, "crashy", topic, 2, 10, ledger)
+        if delivery == "shipper":
+            progress = Progress.read(spool)
+            assert progress is not None and progress.pid > 0
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(progress.pid, signal.SIGKILL)
+            time.sleep(0.2)
+        left_behind += len(list(spool.glob("seg-*.log")))
+    assert left_behind, "the kills should leave unacknowledged records behind"
+    # Restart the worker: what is left in the spool is sent first, then it records a little more.
+    p = spawn(kafka.bootstrap, tmp_path, "crashy", topic, 2, 10, ledger, delivery=delivery)
     out, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
-    assert int(out.split()[1]) > 0  # it recovered records
     recorded = set(_ledger(ledger))
     logged = {(e.episode_id, e.seq) for evs in log_events(kafka.bootstrap, topic).values() for e in evs}
     missing = recorded - logged
     assert not missing, f"{len(missing)} recorded events missing, e.g. {sorted(missing)[:3]}"
     assert len(recorded) > 500
+    deadline = time.monotonic() + 30  # with a shipper, it deletes the last segments as it exits
+    while list(spool.glob("seg-*.log")) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert list(spool.glob("seg-*.log")) == []
 
 
-def test_broker_stopped_while_recording_loses_nothing(fresh_broker: EmbeddedKafka, tmp_path: Path) -> None:
+@pytest.mark.parametrize("delivery", ["inline", "shipper"])
+def test_broker_stopped_while_recording_loses_nothing(
+    fresh_broker: EmbeddedKafka, tmp_path: Path, delivery: str
+) -> None:
     broker = fresh_broker
     broker.topics = {"trajlake.episodes": 8}
     broker.start()
@@ -131,7 +154,9 @@ def test_broker_stopped_while_recording_loses_nothing(fresh_broker: EmbeddedKafk
         request_timeout_ms=3000,
         max_block_ms=2000,
     )
-    rec = EpisodeRecorder.open(bootstrap=broker.bootstrap, home=tmp_path, worker_id="w", sink_config=cfg)
+    rec = EpisodeRecorder.open(
+        bootstrap=broker.bootstrap, home=tmp_path, worker_id="w", sink_config=cfg, delivery=delivery
+    )  # type: ignore[arg-type]
     recorded: list[tuple[str, int]] = []
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -156,7 +181,8 @@ def test_broker_stopped_while_recording_loses_nothing(fresh_broker: EmbeddedKafk
     broker.stop()
     n_at_stop = len(recorded)
     time.sleep(12)  # longer than the delivery timeout: in-flight batches fail and are spooled
-    assert not rec.delivery.healthy
+    if delivery == "inline":
+        assert not rec.delivery.healthy
     n_during = len(recorded) - n_at_stop
     broker.start()
     time.sleep(1.5)
@@ -164,7 +190,10 @@ def test_broker_stopped_while_recording_loses_nothing(fresh_broker: EmbeddedKafk
     th.join(60)
     assert not errors, errors
     rec.flush(timeout=120)
-    assert rec.delivery.stats.degraded_periods >= 1
+    if delivery == "inline":
+        assert rec.delivery.stats.degraded_periods >= 1
+    else:
+        assert rec.delivery.stats.sink_resets >= 1  # the shipper rewound at least once
     rec.close()
     assert n_during > 100, "recording must go on while the broker is down"
     logged = {
@@ -196,3 +225,28 @@ def test_envelope_from_any_kafka_client_is_a_valid_event(kafka: EmbeddedKafka, t
     event = parse_event(value)
     assert key == b"hand-made-1"
     assert event.type == "episode_started" and event.payload.policy.id == "human"  # type: ignore[union-attr]
+
+
+def test_shipper_finishes_a_dead_workers_spool_on_its_own(
+    kafka: EmbeddedKafka, topic: str, tmp_path: Path
+) -> None:
+    from ingest.shipper import Progress, shipper_alive
+
+    ledger = tmp_path / "ledger"
+    spool = tmp_path / "spool" / "gone"
+    p = spawn(kafka.bootstrap, tmp_path, "gone", topic, 1000, 50, ledger, pause=0.0005)
+    assert p.stdout is not None
+    p.stdout.readline()
+    time.sleep(1.5)
+    p.send_signal(signal.SIGKILL)  # the worker dies and never comes back
+    p.wait()
+    deadline = time.monotonic() + 60
+    while (shipper_alive(spool) or list(spool.glob("seg-*.log"))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not shipper_alive(spool), "the shipper should exit once the spool is shipped"
+    assert list(spool.glob("seg-*.log")) == []
+    recorded = set(_ledger(ledger))
+    logged = {(e.episode_id, e.seq) for evs in log_events(kafka.bootstrap, topic).values() for e in evs}
+    assert recorded and not (recorded - logged)
+    progress = Progress.read(spool)
+    assert progress is not None and progress.acknowledged >= len(recorded)

@@ -1,0 +1,514 @@
+"""The spool shipper: a sidecar process that tails a worker's spool into Kafka.
+
+With a shipper, recording an event costs the worker a validation, a
+serialisation and a memory copy into its spool; everything Kafka costs
+(kafka-python's per-record work, compression, network, acknowledgements) runs
+in another process, on another core, and the worker never waits for the broker.
+This is the default delivery of :meth:`~ingest.recorder.EpisodeRecorder.open`.
+
+Protocol, all through files in the spool directory:
+
+- ``seg-<n>.log``: written only by the worker (see :mod:`ingest.spool`). The
+  shipper reads them in order; segment ``n`` is final once ``n + 1`` exists (the
+  worker seals a segment before it opens the next) or once the worker is gone.
+- ``SHIPPED``: written only by the shipper (atomically, by rename): its
+  progress ``{"segment": n, "offset": o, "count": k, ...}``: every record before
+  byte ``o`` (the first ``k`` records) of segment ``n``, and every record of
+  earlier segments, is acknowledged by Kafka. The worker reads it to release
+  spool space; a restarted shipper resumes from it.
+- ``LOCK``: held by the worker for its lifetime. A shipper that can take it knows
+  the worker is gone: it ships what is left, deletes the shipped segments and
+  exits.
+- ``SHIPPER.lock``: held by the shipper for its lifetime (one per spool).
+
+Failure handling: a record Kafka fails after its own retries, or no
+acknowledgement progress for ``stall_timeout_s``, resets the producer and
+rewinds to the acknowledged position; everything after it is sent again, in
+order. Duplicates are possible (``event_id`` removes them downstream); loss is not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ingest.delivery import DeliveryStats
+from ingest.errors import DeliveryTimeoutError, SinkError
+from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
+from ingest.sink import Receipt
+from ingest.spool import Spool, lock_file, parse_records, segment_numbers, segment_path
+
+log = logging.getLogger(__name__)
+
+PROGRESS = "SHIPPED"
+SHIPPER_LOCK = "SHIPPER.lock"
+SHIPPER_LOG = "shipper.log"
+READ_CHUNK = 256 << 10
+
+
+@dataclass
+class Progress:
+    """What the shipper reports in ``SHIPPED``."""
+
+    segment: int = -1
+    """Segment of the acknowledged position (-1: nothing yet)."""
+    offset: int = 0
+    """Byte offset in that segment up to which every record is acknowledged."""
+    count: int = 0
+    """Records of that segment before ``offset``."""
+    acknowledged: int = 0
+    """Records acknowledged since this shipper started."""
+    sent: int = 0
+    """Records handed to Kafka since this shipper started (including re-sends)."""
+    failed: int = 0
+    """Delivery failures reported by Kafka."""
+    resets: int = 0
+    """Producer resets (after failures or stalls)."""
+    healthy: bool = True
+    """False while Kafka is unreachable or failing."""
+    error: str | None = None
+    """The last delivery error."""
+    pid: int = 0
+    """The shipper's process id."""
+
+    @classmethod
+    def read(cls, directory: Path) -> Progress | None:
+        """The last progress written in ``directory`` (None if none or unreadable)."""
+        try:
+            data = json.loads((directory / PROGRESS).read_text())
+            return cls(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def write(self, directory: Path) -> None:
+        """Write atomically (readers never see a torn file)."""
+        tmp = directory / f".{PROGRESS}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(asdict(self)))
+        tmp.replace(directory / PROGRESS)
+
+
+# ================================================================== the shipper
+
+
+class Shipper:
+    """Ships one spool directory to Kafka until its worker is gone and it is empty.
+
+    Args:
+        directory: the spool directory.
+        config: Kafka producer settings.
+        poll_interval_s: how often an idle shipper looks for new records.
+        stall_timeout_s: no acknowledgement progress for this long with records
+            in flight resets the producer and rewinds.
+        retry_interval_s: back-off while Kafka is unreachable.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        config: KafkaSinkConfig,
+        *,
+        poll_interval_s: float = 0.003,
+        stall_timeout_s: float = 15.0,
+        retry_interval_s: float = 0.5,
+    ) -> None:
+        self.directory = Path(directory)
+        self.sink = KafkaSink(config)
+        self.poll_interval_s = poll_interval_s
+        self.stall_timeout_s = stall_timeout_s
+        self.retry_interval_s = retry_interval_s
+        prev = Progress.read(self.directory)
+        self.progress = Progress(pid=os.getpid())
+        if prev is not None:
+            self.progress.segment, self.progress.offset, self.progress.count = (
+                prev.segment,
+                prev.offset,
+                prev.count,
+            )
+        # Read position: the next record to send.
+        self._seg = self.progress.segment
+        self._off = self.progress.offset
+        self._cnt = self.progress.count
+        self._pending: deque[tuple[Receipt, int, int, int]] = deque()  # receipt, seg, end, count
+        self._last_progress = time.monotonic()
+        self._last_written = 0.0
+        self._dirty = True
+        self._stop = False
+        self._part_cache: tuple[bytes, int | None] = (b"", None)
+
+    # ------------------------------------------------------------- reading
+
+    def _next_segment(self, after: int) -> int | None:
+        later = [n for n in segment_numbers(self.directory) if n > after]
+        return later[0] if later else None
+
+    def _worker_gone(self) -> bool:
+        fd = os.open(self.directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)  # closing releases a lock we took
+        return True
+
+    def _read_more(self) -> int:
+        """Send the complete records after the read position; return how many."""
+        if self._seg < 0 or not segment_path(self.directory, self._seg).exists():
+            nxt = self._next_segment(self._seg)
+            if nxt is None:
+                return 0
+            self._seg, self._off, self._cnt = nxt, 0, 0
+        path = segment_path(self.directory, self._seg)
+        try:
+            with open(path, "rb") as fh:
+                data = os.pread(fh.fileno(), READ_CHUNK, self._off)
+        except FileNotFoundError:
+            data = b""
+        records, _ = parse_records(data, self._off)
+        if not records:
+            # Nothing complete here: if the segment is final, move on.
+            nxt = self._next_segment(self._seg)
+            if nxt is not None:
+                # Final (n+1 exists): read once more for records written just before sealing.
+                with contextlib.suppress(FileNotFoundError), open(path, "rb") as fh:
+                    records, _ = parse_records(os.pread(fh.fileno(), READ_CHUNK, self._off), self._off)
+                if not records:
+                    self._seg, self._off, self._cnt = nxt, 0, 0
+                    return self._read_more()
+            if not records:
+                return 0
+        for end, topic, key, value in records:
+            ck, cp = self._part_cache
+            if key != ck:
+                cp = self.sink.partition_for(topic, key)
+                self._part_cache = (key, cp)
+            receipt = self.sink.send(topic, key, value, partition=cp)
+            self._cnt += 1
+            if not self._pending:
+                self._last_progress = time.monotonic()
+            self._pending.append((receipt, self._seg, end, self._cnt))
+            self._off = end
+            self.progress.sent += 1
+        return len(records)
+
+    # ------------------------------------------------------------- acks
+
+    def _reap(self) -> None:
+        p = self.progress
+        while self._pending and self._pending[0][0].is_done:
+            receipt, seg, end, cnt = self._pending.popleft()
+            if receipt.exception is not None:
+                p.failed += 1
+                p.error = f"{type(receipt.exception).__name__}: {receipt.exception}"
+                raise SinkError(p.error)
+            p.segment, p.offset, p.count = seg, end, cnt
+            p.acknowledged += 1
+            self._last_progress = time.monotonic()
+            self._dirty = True
+        if self._pending and time.monotonic() - self._last_progress > self.stall_timeout_s:
+            raise SinkError(f"no acknowledgement for {self.stall_timeout_s}s")
+
+    def _publish(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self._dirty and (force or now - self._last_written >= 0.005):
+            self.progress.write(self.directory)
+            self._last_written = now
+            self._dirty = False
+
+    def _rewind(self, why: BaseException) -> None:
+        """Drop everything in flight; resume from the acknowledged position."""
+        log.warning(
+            "delivery failed (%s); resetting the producer and re-sending from %s:%d",
+            why,
+            self.progress.segment,
+            self.progress.offset,
+        )
+        self._pending.clear()
+        self.sink.reset()
+        p = self.progress
+        p.resets += 1
+        p.healthy = False
+        p.error = str(why)
+        self._dirty = True
+        self._seg, self._off, self._cnt = p.segment, p.offset, p.count
+        self._publish(force=True)
+        while not self._stop and not self.sink.probe():
+            time.sleep(self.retry_interval_s)
+
+    # ------------------------------------------------------------- main loop
+
+    def _finish_if_done(self) -> bool:
+        """Worker gone and everything shipped: delete the segments and stop."""
+        if self._pending or not self._worker_gone():
+            return False
+        if self._read_more():
+            return False
+        later = self._next_segment(self._seg)
+        if later is not None:
+            return False
+        fd = os.open(self.directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if not lock_file(fd, 0):
+                return False  # a new worker arrived
+            # Everything up to the read position is acknowledged; nothing follows it.
+            self.sink.flush(30)
+            self._reap()
+            if self._pending:
+                return False
+            for n in segment_numbers(self.directory):
+                if n <= self.progress.segment:
+                    segment_path(self.directory, n).unlink(missing_ok=True)
+            self._publish(force=True)
+            return True
+        finally:
+            os.close(fd)
+
+    def run(self) -> None:
+        """Ship until the worker is gone and the spool is empty (or SIGTERM)."""
+        idle_checks = 0
+        while not self._stop:
+            if not self.directory.is_dir():
+                log.warning("spool %s is gone; stopping", self.directory)
+                break
+            try:
+                n = self._read_more()
+                self._reap()
+                if not self.progress.healthy and not self._pending:
+                    self.progress.healthy, self.progress.error = True, None
+                    self._dirty = True
+            except SinkError as exc:
+                self._rewind(exc)
+                continue
+            self._publish()
+            if n == 0:
+                idle_checks += 1
+                if idle_checks % 50 == 0 and self._finish_if_done():
+                    break
+                time.sleep(self.poll_interval_s)
+            else:
+                idle_checks = 0
+        self._publish(force=True)
+        self.sink.close()
+
+    def stop(self, *_: Any) -> None:
+        """Ask the loop to stop after the current step."""
+        self._stop = True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``python -m ingest.shipper SPOOL_DIR --config JSON``."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("directory", type=Path)
+    ap.add_argument("--config", default="{}", help="KafkaSinkConfig fields as JSON")
+    ap.add_argument("--stall-timeout", type=float, default=15.0)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kafka").setLevel(logging.ERROR)
+    cfg = json.loads(args.config)
+    if "api_version" in cfg and cfg["api_version"] is not None:
+        cfg["api_version"] = tuple(cfg["api_version"])
+    fd = os.open(args.directory / SHIPPER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    if not lock_file(fd, 2.0):
+        log.info("another shipper serves %s", args.directory)
+        return 0
+    shipper = Shipper(args.directory, KafkaSinkConfig(**cfg), stall_timeout_s=args.stall_timeout)
+    signal.signal(signal.SIGTERM, shipper.stop)
+    log.info(
+        "shipping %s (pid %d) from %s:%d",
+        args.directory,
+        os.getpid(),
+        shipper.progress.segment,
+        shipper.progress.offset,
+    )
+    shipper.run()
+    log.info("done: %d records acknowledged", shipper.progress.acknowledged)
+    return 0
+
+
+# ================================================================== the worker's side
+
+
+def shipper_alive(directory: Path) -> bool:
+    """Whether a shipper holds ``directory``'s shipper lock."""
+    fd = os.open(Path(directory) / SHIPPER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+class ShippedDelivery:
+    """Delivery through a shipper process: ``submit`` only appends to the spool.
+
+    The worker's side of the shipper protocol: it makes sure a shipper serves
+    the spool (starting one, and a new one if it dies), follows its progress to
+    release acknowledged records, and waits on it in :meth:`flush`.
+
+    Args:
+        spool: the worker's spool (owned: closed by :meth:`close`).
+        config: Kafka settings handed to the shipper.
+        poll_interval_s: how often progress is read.
+        stall_timeout_s: passed to the shipper.
+    """
+
+    def __init__(
+        self,
+        spool: Spool,
+        config: KafkaSinkConfig,
+        *,
+        poll_interval_s: float = 0.005,
+        stall_timeout_s: float = 15.0,
+    ) -> None:
+        self.spool = spool
+        self.config = config
+        self.poll_interval_s = poll_interval_s
+        self.stall_timeout_s = stall_timeout_s
+        self.stats = DeliveryStats()
+        self.shipper_progress: Progress | None = None
+        spool.recover()  # counts the records earlier processes left (the shipper sends them)
+        self._apply(Progress.read(spool.directory))
+        self.stats.recovered = spool.pending
+        self._closed = False
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._ensure_shipper()
+        self._thread = threading.Thread(target=self._follow, name="trajlake-shipped", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------- shipper process
+
+    def _ensure_shipper(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return  # ours runs (or is starting)
+        if shipper_alive(self.spool.directory):
+            return  # another one serves this spool (e.g. still shipping a dead worker's records)
+        cfg = {k: v for k, v in asdict(self.config).items() if v is not None}
+        logf = open(self.spool.directory / SHIPPER_LOG, "ab")  # noqa: SIM115 - owned by the child
+        try:
+            self._proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "ingest.shipper",
+                    str(self.spool.directory),
+                    "--config",
+                    json.dumps(cfg),
+                    "--stall-timeout",
+                    str(self.stall_timeout_s),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # survives the worker: it ships what a dead worker left
+            )
+        finally:
+            logf.close()
+
+    def _apply(self, progress: Progress | None) -> None:
+        if progress is None or progress.segment < 0:
+            return
+        self.shipper_progress = progress
+        self.spool.ack_through(progress.segment, progress.count)
+
+    def _follow(self) -> None:
+        last_mtime = 0.0
+        last_check = time.monotonic()
+        path = self.spool.directory / PROGRESS
+        while not self._closed:
+            try:
+                mtime = path.stat().st_mtime_ns
+            except FileNotFoundError:
+                mtime = 0
+            if mtime != last_mtime:
+                last_mtime = mtime
+                self._apply(Progress.read(self.spool.directory))
+            now = time.monotonic()
+            if now - last_check > 1.0:
+                last_check = now
+                self._ensure_shipper()
+            time.sleep(self.poll_interval_s)
+
+    # ------------------------------------------------------------- delivery API
+
+    @property
+    def healthy(self) -> bool:
+        """False while the shipper reports Kafka unreachable or failing."""
+        p = self.shipper_progress
+        return True if p is None else p.healthy
+
+    def partition_for(self, topic: str, key: bytes) -> int | None:
+        """The shipper picks partitions itself."""
+        return None
+
+    def submit(self, topic: str, key: bytes, value: bytes, *, partition: int | None = None) -> None:
+        """Durably record one record; the shipper sends it.
+
+        Raises:
+            SpoolFullError: the spool stayed full (the record was not recorded).
+            SpoolError: the spool cannot be written.
+        """
+        self.spool.append(topic, key, value)
+        self.stats.submitted += 1
+
+    @property
+    def pending(self) -> int:
+        """Records recorded and not yet acknowledged."""
+        return self.spool.pending
+
+    def flush(self, timeout: float | None = 60.0) -> None:
+        """Wait until the shipper reports every recorded record acknowledged.
+
+        Raises:
+            DeliveryTimeoutError: records were still unacknowledged at the
+                timeout; they remain in the spool and are not lost.
+        """
+        if not self.spool.wait_drained(timeout):
+            p = self.shipper_progress
+            why = f" (shipper: {p.error})" if p is not None and p.error else ""
+            raise DeliveryTimeoutError(
+                f"{self.spool.pending} records not acknowledged after {timeout}s{why}; "
+                f"they stay in the spool at {self.spool.directory}"
+            )
+        self._sync_stats()
+
+    def _sync_stats(self) -> None:
+        p = self.shipper_progress
+        self.stats.acknowledged = self.stats.submitted + self.stats.recovered - self.spool.pending
+        if p is not None:
+            self.stats.failed = p.failed
+            self.stats.sink_resets = p.resets
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Flush (best effort) and release the spool; the shipper then exits.
+
+        Records not acknowledged by then stay in the spool; the shipper goes on
+        shipping them after this process is gone.
+        """
+        if self._closed:
+            return
+        try:
+            self.flush(timeout)
+        except DeliveryTimeoutError as exc:
+            log.warning("%s", exc)
+        self._closed = True
+        self._thread.join(timeout=5)
+        self.spool.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
