@@ -21,7 +21,7 @@ EVENTS = pa.schema(
         pa.field("ts", TS, nullable=False),
         pa.field("event_date", pa.date32(), nullable=False),  # partition column
         pa.field("schema_version", pa.int32(), nullable=False),  # as written in the log
-        pa.field("producer_worker", pa.string()),
+        pa.field("producer", pa.string(), nullable=False),  # JSON
         pa.field("payload", pa.string(), nullable=False),  # JSON, upcast to the current version
         pa.field("topic", pa.string(), nullable=False),
         pa.field("partition", pa.int32(), nullable=False),

@@ -27,6 +27,10 @@ events_app = typer.Typer(help="Read events back from the log.", no_args_is_help=
 app.add_typer(schemas_app, name="schemas")
 app.add_typer(spool_app, name="spool")
 app.add_typer(events_app, name="events")
+pipeline_app = typer.Typer(help="Beam pipelines: the log into Delta tables.", no_args_is_help=True)
+lake_app = typer.Typer(help="The Delta lake.", no_args_is_help=True)
+app.add_typer(pipeline_app, name="pipeline")
+app.add_typer(lake_app, name="lake")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -241,6 +245,177 @@ def events_read(
         n += 1
         if n >= limit:
             break
+
+
+# ------------------------------------------------------------------ pipelines
+
+
+def _pipeline_config(lake: Path | None, workers: int, max_batch: int, beam_args: list[str] | None) -> Any:
+    from pipelines import PipelineConfig
+
+    s = _settings()
+    return PipelineConfig(
+        bootstrap=s.kafka_bootstrap,
+        lake_root=str(lake or s.lake),
+        topics=(s.topic_episodes, s.topic_judgements),
+        num_workers=workers,
+        max_batch_per_partition=max_batch,
+        beam_args=list(beam_args or []),
+    )
+
+
+def _batch_printer(progress: Any = None, task: Any = None) -> Any:
+    def show(res: Any) -> None:
+        c = res.counters
+        line = (
+            f"batch: {res.records} records in {res.seconds:.1f}s -> "
+            f"events +{c.get('WriteDelta.events', 0)}, quarantine +{c.get('WriteDelta.quarantine', 0)}, "
+            f"episodes {c.get('WriteDelta.episodes', 0)}, steps {c.get('WriteDelta.steps', 0)}, "
+            f"rewards {c.get('WriteDelta.rewards', 0)}, failures {c.get('WriteDelta.failures', 0)}"
+        )
+        if progress is not None:
+            progress.console.print(line)
+            progress.advance(task, res.records)
+        else:
+            console.print(line)
+
+    return show
+
+
+@pipeline_app.command("run")
+def pipeline_run(
+    once: Annotated[bool, typer.Option("--once", help="Process what is in the log now, then exit.")] = False,
+    follow: Annotated[bool, typer.Option("--follow", help="Run micro-batches until SIGINT/SIGTERM.")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between micro-batches with --follow.")] = 2.0,
+    lake: Annotated[Path | None, typer.Option(help="Lake directory (default: $TRAJLAKE_HOME/lake).")] = None,
+    workers: Annotated[int, typer.Option(help="FnApiRunner workers (SDK worker processes).")] = 2,
+    max_batch: Annotated[int, typer.Option(help="Records per partition per micro-batch.")] = 200_000,
+    beam_arg: Annotated[
+        list[str] | None, typer.Option(help="Extra Beam option, e.g. --runner=FlinkRunner.")
+    ] = None,
+) -> None:
+    """Fold trajlake.episodes and trajlake.judgements into the Delta tables, exactly once."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from pipelines import backlog, run_follow, run_once
+
+    if once == follow:
+        _fail(ValueError("give exactly one of --once or --follow"))
+    cfg = _pipeline_config(lake, workers, max_batch, beam_arg)
+    try:
+        if once:
+            total = backlog(cfg)
+            with Progress(
+                TextColumn("[bold]pipeline"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+            ) as progress:
+                task = progress.add_task("records", total=total)
+                results = run_once(cfg, on_batch=_batch_printer(progress, task))
+            console.print(
+                f"[green]done[/green]: {len(results)} batches, "
+                f"{sum(r.records for r in results)} records; lake at {cfg.lake_root}"
+            )
+        else:
+            console.print(
+                f"following the log into {cfg.lake_root} (Ctrl-C to stop after the batch in flight)"
+            )
+            n = run_follow(cfg, interval_s=interval, on_batch=_batch_printer())
+            console.print(f"stopped after {n} batches")
+    except TrajlakeError as exc:
+        _fail(exc)
+
+
+@app.command("replay")
+def replay_cmd(
+    into: Annotated[Path, typer.Option(help="The lake directory to rebuild into.")],
+    from_time: Annotated[
+        str | None, typer.Option(help="ISO time: replay from the first offset at or after it.")
+    ] = None,
+    workers: Annotated[int, typer.Option(help="FnApiRunner workers.")] = 2,
+) -> None:
+    """Rebuild every table from the Kafka log into another lake directory."""
+    import datetime as dt
+
+    from pipelines import replay
+
+    cfg = _pipeline_config(into, workers, 200_000, None)
+    when = None
+    if from_time:
+        when = dt.datetime.fromisoformat(from_time.replace("Z", "+00:00"))
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+    try:
+        results = replay(cfg, from_time=when, on_batch=_batch_printer())
+    except TrajlakeError as exc:
+        _fail(exc)
+    console.print(f"[green]replayed[/green] {sum(r.records for r in results)} records into {into}")
+
+
+@lake_app.command("diff")
+def lake_diff(a: Path, b: Path) -> None:
+    """Compare two lakes table by table (row sets); exit 1 if they differ."""
+    from pipelines import Lake, diff_lakes
+
+    diffs = diff_lakes(Lake(a), Lake(b))
+    table = Table(title=f"{a}  vs  {b}")
+    for col in ("table", "rows A", "rows B", "only in A", "only in B", "equal"):
+        table.add_column(col)
+    for d in diffs:
+        table.add_row(
+            d.table,
+            str(d.rows_a),
+            str(d.rows_b),
+            str(len(d.only_a)),
+            str(len(d.only_b)),
+            "[green]yes[/green]"
+            if d.equal
+            else f"[red]no[/red]{' (missing in ' + d.missing + ')' if d.missing else ''}",
+        )
+    console.print(table)
+    differing = [d for d in diffs if not d.equal]
+    for d in differing:
+        for row in d.only_a:
+            console.print(f"[red]{d.table} only in A:[/red] {row}")
+        for row in d.only_b:
+            console.print(f"[red]{d.table} only in B:[/red] {row}")
+    if differing or not diffs:
+        raise typer.Exit(code=1)
+
+
+@lake_app.command("show")
+def lake_show(
+    table: str,
+    version: Annotated[int | None, typer.Option(help="Delta version (time travel).")] = None,
+    where: Annotated[str | None, typer.Option(help="SQL predicate.")] = None,
+    limit: Annotated[int, typer.Option(help="Rows to print.")] = 20,
+    lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None,
+) -> None:
+    """Print rows of a table as JSON lines (at a Delta version with --version)."""
+    from pipelines import Lake
+
+    try:
+        rows = Lake(lake or _settings().lake).read(table, version=version, where=where).slice(0, limit)
+    except TrajlakeError as exc:
+        _fail(exc)
+    for row in rows.to_pylist():
+        print(json.dumps(row, default=str))
+
+
+@lake_app.command("versions")
+def lake_versions(lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None) -> None:
+    """Current Delta version and row count of every table."""
+    from pipelines import Lake
+
+    lk = Lake(lake or _settings().lake)
+    t = Table(title=f"lake {lk.root}")
+    for col in ("table", "version", "rows"):
+        t.add_column(col)
+    for name, v in lk.versions().items():
+        t.add_row(name, str(v), str(lk.read(name).num_rows))
+    console.print(t)
 
 
 # ------------------------------------------------------------------ demo

@@ -1,0 +1,294 @@
+"""The lake: Delta tables written with delta-rs, idempotently and exactly once.
+
+Every write of a micro-batch carries one Delta ``txn`` action per Kafka
+partition the batch covers (``app_id`` = ``<pipeline>:<topic>:<partition>``,
+``version`` = the last offset of the range). The rows and the ``txn`` actions
+commit in one Delta transaction, so a table's ``transaction_version`` says
+exactly which offsets it holds. Writes are idempotent on top of that: ``events``
+and ``quarantine`` only insert rows whose key is absent (MERGE ... WHEN NOT
+MATCHED INSERT), the silver and gold tables upsert by key. A commit whose outcome
+is unknown (an exception after the commit may have happened) is resolved by
+re-reading the table's ``transaction_version`` before any retry; delta-rs does
+not enforce that check itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake.exceptions import DeltaError, TableNotFoundError
+
+from pipelines.errors import LakeError
+from schemas.tables import PARTITION_COLUMNS, PRIMARY_KEYS, TABLES
+
+log = logging.getLogger(__name__)
+
+PIPELINE_TABLES = ("events", "quarantine", "episodes", "steps", "rewards", "failures")
+"""The tables the log pipeline writes."""
+
+WriteMode = Literal["insert_new", "upsert", "replace_episodes"]
+
+
+def app_id(pipeline: str, topic: str, partition: int) -> str:
+    """The Delta ``txn`` application id of one Kafka partition of one pipeline."""
+    return f"{pipeline}:{topic}:{partition}"
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """``[start, end)`` of one Kafka topic partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def last(self) -> int:
+        """The last offset of the range (the ``txn`` version)."""
+        return self.end - 1
+
+    def __len__(self) -> int:
+        return max(0, self.end - self.start)
+
+
+class Lake:
+    """The Delta tables under one directory (``$TRAJLAKE_HOME/lake``).
+
+    Args:
+        root: the lake directory (or any delta-rs URI).
+        storage_options: passed to delta-rs for object stores.
+    """
+
+    def __init__(self, root: str | Path, storage_options: dict[str, str] | None = None) -> None:
+        self.root = str(root).rstrip("/")
+        self.storage_options = storage_options
+
+    def uri(self, table: str) -> str:
+        """Location of ``table``."""
+        return f"{self.root}/{table}"
+
+    def ensure(self, tables: Sequence[str] = PIPELINE_TABLES) -> None:
+        """Create the (empty) tables that do not exist yet."""
+        if "://" not in self.root:
+            Path(self.root).mkdir(parents=True, exist_ok=True)
+        for name in tables:
+            try:
+                DeltaTable(self.uri(name), storage_options=self.storage_options)
+            except TableNotFoundError:
+                try:
+                    DeltaTable.create(
+                        self.uri(name),
+                        schema=TABLES[name],
+                        partition_by=list(PARTITION_COLUMNS.get(name, ())) or None,
+                        mode="ignore",
+                        storage_options=self.storage_options,
+                    )
+                except DeltaError as exc:
+                    raise LakeError(f"cannot create table {name} at {self.uri(name)}: {exc}") from exc
+
+    def table(self, name: str, version: int | None = None) -> DeltaTable:
+        """Open ``name`` (at a Delta ``version`` for time travel).
+
+        Raises:
+            LakeError: no such table (or version).
+        """
+        try:
+            return DeltaTable(self.uri(name), version=version, storage_options=self.storage_options)
+        except (TableNotFoundError, DeltaError) as exc:
+            raise LakeError(
+                f"cannot open table {name} at {self.uri(name)}"
+                f"{'' if version is None else f' version {version}'}: {exc}"
+            ) from exc
+
+    def exists(self, name: str) -> bool:
+        """Whether ``name`` is a Delta table."""
+        try:
+            DeltaTable(self.uri(name), storage_options=self.storage_options)
+            return True
+        except TableNotFoundError:
+            return False
+
+    def read(self, name: str, *, version: int | None = None, where: str | None = None) -> pa.Table:
+        """Read ``name`` (at Delta ``version``; optionally ``WHERE <where>``) into Arrow.
+
+        Runs on delta-rs's own query engine (DataFusion); the result has the
+        table's Arrow schema from :mod:`schemas.tables`.
+        """
+        from deltalake import QueryBuilder
+
+        dt = self.table(name, version)
+        sql = f'SELECT * FROM "{name}"' + (f" WHERE {where}" if where else "")
+        try:
+            reader = QueryBuilder().register(name, dt).execute(sql)
+            table = pa.table(reader)
+        except Exception as exc:
+            raise LakeError(f"cannot read {name}: {exc}") from exc
+        schema = TABLES[name]
+        if table.num_rows == 0:
+            return pa.Table.from_pylist([], schema)
+        return table.select(schema.names).cast(schema)
+
+    def read_episodes_events(self, episode_ids: Sequence[str], version: int | None = None) -> pa.Table:
+        """Every ``events`` row of the given episodes."""
+        if not episode_ids:
+            return pa.Table.from_pylist([], TABLES["events"])
+        return self.read(
+            "events", version=version, where="episode_id IN (" + ", ".join(_sql(e) for e in episode_ids) + ")"
+        )
+
+    def versions(self) -> dict[str, int]:
+        """Current Delta version of every existing pipeline table."""
+        out = {}
+        for name in TABLES:
+            if self.exists(name):
+                out[name] = self.table(name).version()
+        return out
+
+    def txn_version(self, name: str, app: str) -> int | None:
+        """``transaction_version(app)`` of table ``name`` (None: never committed)."""
+        return self.table(name).transaction_version(app)
+
+    def write(
+        self,
+        name: str,
+        rows: pa.Table,
+        *,
+        mode: WriteMode,
+        txns: Mapping[str, int] | None = None,
+        max_attempts: int = 5,
+        episodes: Sequence[str] = (),
+    ) -> bool:
+        """Commit ``rows`` to ``name`` with ``txns`` (app id -> version), exactly once.
+
+        Args:
+            name: the table.
+            rows: rows in the table's schema (cast if needed).
+            mode: ``insert_new`` (only rows whose key is absent), ``upsert``, or
+                ``replace_episodes`` (upsert, and delete the rows of the episodes
+                in ``rows`` that ``rows`` no longer contains).
+            episodes: with ``replace_episodes``, the episodes whose rows ``rows``
+                replaces (those with no row left are emptied).
+            txns: the ``txn`` actions committed with the rows.
+            max_attempts: commit attempts (conflicts, unknown outcomes).
+
+        Returns:
+            True if this call committed, False if the table already held these
+            transactions (a re-run), in which case nothing is written.
+
+        Raises:
+            LakeError: the commit kept failing.
+        """
+        txns = dict(txns or {})
+        if txns and self._holds(name, txns):
+            return False
+        schema = TABLES[name]
+        data = rows.select(schema.names).cast(schema) if rows.num_rows else pa.Table.from_pylist([], schema)
+        keys = PRIMARY_KEYS[name]
+        props = CommitProperties(
+            app_transactions=[Transaction(app_id=a, version=v) for a, v in sorted(txns.items())],
+            custom_metadata={"trajlake.rows": str(data.num_rows)},
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                self._commit(name, data, keys, mode, props, episodes)
+                return True
+            except (DeltaError, OSError) as exc:
+                # The outcome is unknown: the commit may have landed before the error.
+                if txns and self._holds(name, txns):
+                    log.info("commit to %s raised (%s) but had landed", name, exc)
+                    return True
+                if attempt >= max_attempts:
+                    raise LakeError(f"commit to {name} failed after {attempt} attempts: {exc}") from exc
+                log.warning("commit to %s failed (%s); retrying", name, exc)
+                time.sleep(0.05 * 2**attempt)
+
+    def _holds(self, name: str, txns: Mapping[str, int]) -> bool:
+        dt = self.table(name)
+        for app, version in txns.items():
+            have = dt.transaction_version(app)
+            if have is None or have < version:
+                return False
+        return True
+
+    def _commit(
+        self,
+        name: str,
+        data: pa.Table,
+        keys: Sequence[str],
+        mode: WriteMode,
+        props: CommitProperties,
+        episodes: Sequence[str] = (),
+    ) -> None:
+        dt = self.table(name)
+        if mode == "replace_episodes" and episodes:
+            src = data if data.num_rows else pa.Table.from_pylist([], data.schema)
+            predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+            scope = "t.episode_id IN (" + ", ".join(_sql(e) for e in sorted(set(episodes))) + ")"
+            (
+                dt.merge(
+                    source=src,
+                    predicate=predicate,
+                    source_alias="s",
+                    target_alias="t",
+                    commit_properties=props,
+                )
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(predicate=scope)
+                .execute()
+            )
+            return
+        if data.num_rows == 0:
+            # Nothing to write, but the offsets must still be recorded.
+            from deltalake import write_deltalake
+
+            write_deltalake(
+                dt, data, mode="append", commit_properties=props, storage_options=self.storage_options
+            )
+            return
+        predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+        for part in PARTITION_COLUMNS.get(name, ()):
+            predicate += f" AND t.{part} = s.{part}"  # lets the merge prune partitions
+        merger = dt.merge(
+            source=data, predicate=predicate, source_alias="s", target_alias="t", commit_properties=props
+        )
+        if mode in ("upsert", "replace_episodes"):
+            merger = merger.when_matched_update_all().when_not_matched_insert_all()
+        else:
+            merger = merger.when_not_matched_insert_all()
+        merger.execute()
+
+    def delete_keys(
+        self,
+        name: str,
+        keys: Sequence[str],
+        values: Sequence[tuple[Any, ...]],
+        txns: Mapping[str, int] | None = None,
+    ) -> None:
+        """Delete rows of ``name`` whose ``keys`` take one of ``values`` (small sets)."""
+        if not values:
+            return
+        preds = []
+        for vals in values:
+            preds.append("(" + " AND ".join(f"{k} = {_sql(v)}" for k, v in zip(keys, vals)) + ")")
+        dt = self.table(name)
+        props = CommitProperties(
+            app_transactions=[Transaction(app_id=a, version=v) for a, v in sorted((txns or {}).items())]
+        )
+        dt.delete(" OR ".join(preds), commit_properties=props)
+
+
+def _sql(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return str(value)

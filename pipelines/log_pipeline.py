@@ -1,0 +1,281 @@
+"""The micro-batch driver: Kafka offset ranges -> Beam -> Delta, exactly once.
+
+A micro-batch is one ``[start, end)`` range per topic partition. Its start is
+where the lake's tables say they are (``transaction_version`` of the partition's
+``txn`` app id, the minimum over the tables, plus one), its end the partition's
+end offset now (capped per batch). The Beam pipeline of the batch commits every
+table once, each commit carrying the batch's ``txn`` actions; a table that
+already holds them is skipped. So a batch killed at any point is simply run
+again, and re-running a batch changes nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.beam_stages import (
+    AssembleEpisodes,
+    DedupEvents,
+    LoadTouchedEpisodes,
+    ParseAndValidate,
+    ReadKafkaRanges,
+    WriteDelta,
+)
+from pipelines.delta_sink import PIPELINE_TABLES, Lake, OffsetRange, app_id
+from pipelines.errors import PipelineError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOPICS = ("trajlake.episodes", "trajlake.judgements")
+
+
+@dataclass
+class PipelineConfig:
+    """What the log pipeline reads, where it writes, and how it runs."""
+
+    bootstrap: str
+    """Kafka bootstrap servers."""
+    lake_root: str
+    """The lake directory."""
+    topics: tuple[str, ...] = DEFAULT_TOPICS
+    """Topics folded into the lake."""
+    name: str = "trajlake-log"
+    """Pipeline name: the prefix of the Delta ``txn`` app ids."""
+    max_batch_per_partition: int = 200_000
+    """Cap of a micro-batch, in records per partition."""
+    num_workers: int = 2
+    """Workers of the local ``FnApiRunner``."""
+    running_mode: str = "multi_processing"
+    """``in_memory`` (one in-process worker), ``multi_threading`` or ``multi_processing``
+    (``num_workers`` SDK workers) for the local ``FnApiRunner``."""
+    beam_args: list[str] = field(default_factory=list)
+    """Extra Beam pipeline options; a ``--runner`` among them (Flink, Spark,
+    Dataflow, ...) replaces the local ``FnApiRunner``."""
+    floor: dict[tuple[str, int], int] = field(default_factory=dict)
+    """Lowest start offset per (topic, partition) (``replay --from-time``)."""
+
+
+@dataclass
+class BatchResult:
+    """What one micro-batch did."""
+
+    ranges: list[OffsetRange]
+    records: int
+    seconds: float
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[tuple[str, int], int]:
+    """End offset of every partition of ``topics`` now (missing topics are skipped)."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False)
+    except KafkaError as exc:
+        raise PipelineError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+    try:
+        tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or [])]
+        return {(tp.topic, tp.partition): off for tp, off in consumer.end_offsets(tps).items()} if tps else {}
+    finally:
+        consumer.close()
+
+
+def offsets_for_time(
+    bootstrap: str, topics: tuple[str, ...], when: dt.datetime
+) -> dict[tuple[str, int], int]:
+    """First offset at or after ``when`` per partition (the end offset if none)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False)
+    try:
+        tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or [])]
+        ms = int(when.timestamp() * 1000)
+        found = consumer.offsets_for_times({tp: ms for tp in tps})
+        ends = consumer.end_offsets(tps)
+        return {(tp.topic, tp.partition): (found[tp].offset if found.get(tp) else ends[tp]) for tp in tps}
+    finally:
+        consumer.close()
+
+
+def committed_offsets(
+    lake: Lake, cfg: PipelineConfig, partitions: list[tuple[str, int]]
+) -> dict[tuple[str, int], int]:
+    """Next offset to read per partition: where the least advanced table stands."""
+    tables = [lake.table(name) for name in PIPELINE_TABLES]
+    out = {}
+    for topic, part in partitions:
+        app = app_id(cfg.name, topic, part)
+        versions = [t.transaction_version(app) for t in tables]
+        nxt = min((-1 if v is None else v) for v in versions) + 1
+        out[(topic, part)] = max(nxt, cfg.floor.get((topic, part), 0))
+    return out
+
+
+def plan_batch(
+    lake: Lake, cfg: PipelineConfig, ends: dict[tuple[str, int], int] | None = None
+) -> list[OffsetRange]:
+    """The next micro-batch: a non-empty range per partition with unprocessed records."""
+    ends = ends if ends is not None else end_offsets(cfg.bootstrap, cfg.topics)
+    starts = committed_offsets(lake, cfg, sorted(ends))
+    ranges = []
+    for (topic, part), end in sorted(ends.items()):
+        start = starts[(topic, part)]
+        stop = min(end, start + cfg.max_batch_per_partition)
+        if stop > start:
+            ranges.append(OffsetRange(topic, part, start, stop))
+    return ranges
+
+
+def _options(cfg: PipelineConfig) -> tuple[Any, PipelineOptions]:
+    opts = PipelineOptions(cfg.beam_args)
+    if any(a.startswith("--runner") for a in cfg.beam_args):
+        return None, opts
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    opts = PipelineOptions(
+        [
+            *cfg.beam_args,
+            f"--direct_num_workers={cfg.num_workers}",
+            f"--direct_running_mode={cfg.running_mode}",
+        ]
+    )
+    return FnApiRunner(), opts
+
+
+def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> None:
+    """The micro-batch's Beam graph."""
+    lake = cfg.lake_root
+    txns = {app_id(cfg.name, r.topic, r.partition): r.last for r in ranges}
+    batches = p | "Ranges" >> beam.Create(ranges) | "ReadKafka" >> ReadKafkaRanges(cfg.bootstrap)
+    parsed = batches | "ParseAndValidate" >> ParseAndValidate()
+    _ = parsed.quarantine | "WriteQuarantine" >> WriteDelta(
+        lake, "quarantine", "insert_new", txns, batched=True
+    )
+    events = parsed.events | "DedupEvents" >> DedupEvents()
+    written = events | "WriteEvents" >> WriteDelta(lake, "events", "insert_new", txns, batched=True)
+    # The episodes of the batch, once their events are committed: they are
+    # folded from the table, so late events join the ones already there.
+    touched = written | "Touched" >> beam.Map(lambda summary: summary["episodes"])
+    derived = (
+        touched
+        | "LoadTouchedEpisodes" >> LoadTouchedEpisodes(lake)
+        | "AssembleEpisodes" >> AssembleEpisodes()
+    )
+    for name in ("episodes", "steps", "rewards"):
+        _ = derived[name] | f"Write_{name}" >> WriteDelta(lake, name, "upsert", txns)
+    _ = derived["failures"] | "Write_failures" >> WriteDelta(
+        lake, "failures", "replace_episodes", txns, touched=touched
+    )
+
+
+def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
+    """Run one micro-batch's pipeline to completion."""
+    t0 = time.monotonic()
+    runner, opts = _options(cfg)
+    p = beam.Pipeline(runner=runner, options=opts) if runner is not None else beam.Pipeline(options=opts)
+    build(p, ranges, cfg)
+    result = p.run()
+    result.wait_until_finish()
+    counters: dict[str, int] = {}
+    try:
+        for c in result.metrics().query()["counters"]:
+            key = f"{c.key.metric.namespace}.{c.key.metric.name}"
+            counters[key] = counters.get(key, 0) + int(c.committed or c.attempted or 0)
+    except Exception:  # metrics are informational; some runners do not report them
+        log.debug("no metrics from the runner", exc_info=True)
+    return BatchResult(ranges, sum(len(r) for r in ranges), time.monotonic() - t0, counters)
+
+
+def run_once(
+    cfg: PipelineConfig, *, on_batch: Callable[[BatchResult], None] | None = None
+) -> list[BatchResult]:
+    """Process everything in the log up to its end offsets at the start, then return."""
+    lake = Lake(cfg.lake_root)
+    lake.ensure()
+    target = end_offsets(cfg.bootstrap, cfg.topics)
+    results: list[BatchResult] = []
+    while True:
+        ranges = plan_batch(lake, cfg, target)
+        if not ranges:
+            return results
+        res = run_batch(ranges, cfg)
+        results.append(res)
+        if on_batch:
+            on_batch(res)
+
+
+def run_follow(
+    cfg: PipelineConfig,
+    *,
+    interval_s: float = 2.0,
+    stop: threading.Event | None = None,
+    on_batch: Callable[[BatchResult], None] | None = None,
+) -> int:
+    """Run micro-batches every ``interval_s`` until SIGINT/SIGTERM (or ``stop``).
+
+    A signal lets the batch in flight finish (it commits or is re-run later)
+    before returning. Returns the number of batches run.
+    """
+    stop = stop or threading.Event()
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    lake = Lake(cfg.lake_root)
+    lake.ensure()
+    n = 0
+    try:
+        while not stop.is_set():
+            ranges = plan_batch(lake, cfg)
+            if ranges:
+                res = run_batch(ranges, cfg)
+                n += 1
+                if on_batch:
+                    on_batch(res)
+            else:
+                stop.wait(interval_s)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return n
+
+
+def backlog(cfg: PipelineConfig) -> int:
+    """Records in the log that the lake does not hold yet."""
+    lake = Lake(cfg.lake_root)
+    lake.ensure()
+    return sum(len(r) for r in plan_batch(lake, dataclass_replace(cfg, max_batch_per_partition=2**62)))
+
+
+def dataclass_replace(cfg: PipelineConfig, **changes: Any) -> PipelineConfig:
+    """A copy of ``cfg`` with ``changes``."""
+    import dataclasses
+
+    return dataclasses.replace(cfg, **changes)
+
+
+def replay(
+    cfg: PipelineConfig,
+    *,
+    from_time: dt.datetime | None = None,
+    on_batch: Callable[[BatchResult], None] | None = None,
+) -> list[BatchResult]:
+    """Rebuild every table of ``cfg.lake_root`` from the log (from offset 0, or ``from_time``).
+
+    The target lake should be new (or a previous replay of the same log): the
+    run resumes from what it holds, like any run.
+    """
+    if from_time is not None:
+        cfg = dataclass_replace(cfg, floor=offsets_for_time(cfg.bootstrap, cfg.topics, from_time))
+    return run_once(cfg, on_batch=on_batch)

@@ -1,0 +1,146 @@
+"""Each Beam stage with TestPipeline + assert_that (FnApiRunner set explicitly)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+from kafka import KafkaProducer
+
+from ingest.kafka_broker import EmbeddedKafka
+from pipelines import (
+    AssembleEpisodes,
+    DedupEvents,
+    Lake,
+    OffsetRange,
+    ParseAndValidate,
+    ReadKafkaRanges,
+    WriteDelta,
+)
+from pipelines.beam_stages import event_row, row_to_event
+from schemas import parse_event
+from tests.pipelines.factories import call, ended, model, result, reward, started, wire
+
+
+def pipeline() -> BeamTestPipeline:
+    return BeamTestPipeline(runner=FnApiRunner(), options=PipelineOptions([]))
+
+
+def rec(doc: dict, offset: int, key: bytes | None = None) -> tuple:  # type: ignore[type-arg]
+    return (
+        "trajlake.episodes",
+        0,
+        offset,
+        key if key is not None else doc["episode_id"].encode(),
+        wire(doc),
+        0,
+    )
+
+
+def test_parse_and_validate_sends_bad_records_to_the_dead_letter_output() -> None:
+    good = [started("e1"), model("e1", 1)]
+    batch = [
+        rec(good[0], 0),
+        (("trajlake.episodes", 0, 1, b"e1", b"{broken", 0)),
+        rec(good[1], 2),
+        rec(model("e1", 2), 3, key=b"other-episode"),
+        ("trajlake.episodes", 0, 4, b"e1", None, 0),
+    ]
+    with pipeline() as p:
+        out = p | beam.Create([batch]) | ParseAndValidate()
+        ids = out.events | beam.FlatMap(lambda b: [(r["event_id"], r["offset"]) for r in b])
+        bad = out.quarantine | beam.FlatMap(lambda b: [(r["offset"], r["error"].split(":")[0]) for r in b])
+        assert_that(ids, equal_to([(good[0]["event_id"], 0), (good[1]["event_id"], 2)]), label="valid")
+        assert_that(
+            bad,
+            equal_to(
+                [
+                    (1, "not UTF-8 JSON"),
+                    (3, "record key b'other-episode' is not the event's episode_id"),
+                    (4, "empty record (tombstone)"),
+                ]
+            ),
+            label="quarantined",
+        )
+
+
+def test_dedup_keeps_the_first_copy_in_the_log() -> None:
+    d = started("e1")
+    rows = [event_row(parse_event(d), "trajlake.episodes", 0, off) for off in (7, 3, 9)]
+    other = event_row(parse_event(model("e1", 1)), "trajlake.episodes", 1, 1)
+    with pipeline() as p:
+        out = p | beam.Create([[rows[0], other], [rows[1]], [rows[2]]]) | DedupEvents(batch_size=10)
+        flat = out | beam.FlatMap(lambda b: [(r["event_id"], r["offset"]) for r in b])
+        assert_that(flat, equal_to([(d["event_id"], 3), (other["event_id"], 1)]))
+
+
+def test_assemble_episodes_emits_rows_of_every_derived_table() -> None:
+    docs = [
+        started("e1"),
+        call("e1", 1),
+        result("e1", 2, exit_code=1, stdout="AssertionError: no"),
+        reward("e1", 3, "fail"),
+        ended("e1", 4, "failure"),
+    ]
+    rows = [event_row(parse_event(d), "trajlake.episodes", 0, i) for i, d in enumerate(docs)]
+    with pipeline() as p:
+        out = p | beam.Create([("e1", rows)]) | AssembleEpisodes()
+        assert_that(
+            out.episodes | beam.Map(lambda r: (r["episode_id"], r["status"], r["completeness"])),
+            equal_to([("e1", "failure", "complete")]),
+            label="episodes",
+        )
+        assert_that(out.steps | beam.Map(lambda r: r["seq"]), equal_to([0, 1, 2, 3, 4]), label="steps")
+        assert_that(
+            out.rewards | beam.Map(lambda r: (r["judge_version"], r["verdict"])),
+            equal_to([("v1", "fail")]),
+            label="rewards",
+        )
+        assert_that(
+            out.failures | beam.Map(lambda r: (r["category"], r["failing_seq"])),
+            equal_to([("test_failure", 2)]),
+            label="failures",
+        )
+
+
+def test_events_rows_rebuild_the_same_events() -> None:
+    d = result("e1", 2, exit_code=3, stdout="x", stderr="y")
+    e = parse_event(d)
+    assert row_to_event(event_row(e, "t", 0, 5)) == e
+
+
+def test_write_delta_commits_once_per_batch_of_offsets(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    lake.ensure()
+    rows = [event_row(parse_event(started(f"e{i}")), "t", 0, i) for i in range(5)]
+    for _ in range(2):  # the second run of the same offsets is a no-op
+        with pipeline() as p:
+            res = (
+                p
+                | beam.Create([rows[:3], rows[3:]])
+                | WriteDelta(str(tmp_path), "events", "insert_new", {"pipe:t:0": 4}, batched=True)
+            )
+            assert_that(res | beam.Map(lambda r: r["rows"]), equal_to([5]))
+    assert lake.read("events").num_rows == 5
+    assert lake.table("events").version() == 1
+    assert lake.txn_version("events", "pipe:t:0") == 4
+
+
+@pytest.mark.kafka
+def test_read_kafka_ranges_reads_exactly_the_ranges(kafka: EmbeddedKafka, topic: str) -> None:
+    prod = KafkaProducer(bootstrap_servers=kafka.bootstrap)
+    for i in range(300):
+        prod.send(topic, key=b"k", value=json.dumps({"i": i}).encode(), partition=i % 2)
+    prod.flush()
+    prod.close()
+    ranges = [OffsetRange(topic, 0, 10, 110), OffsetRange(topic, 1, 0, 150)]
+    with pipeline() as p:
+        batches = p | beam.Create(ranges) | ReadKafkaRanges(kafka.bootstrap, batch_size=32, chunk=40)
+        got = batches | beam.FlatMap(lambda b: [(r[1], r[2]) for r in b])
+        assert_that(got, equal_to([(0, o) for o in range(10, 110)] + [(1, o) for o in range(150)]))
