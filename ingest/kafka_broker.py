@@ -366,10 +366,9 @@ class EmbeddedKafka:
                     *jvm,
                     "kafka.tools.StorageTool",
                     "format",
-                    "-t",
-                    state["cluster_id"],
-                    "-c",
-                    str(config),
+                    # "=" form: a base64 cluster id may start with "-".
+                    f"--cluster-id={state['cluster_id']}",
+                    f"--config={config}",
                     "--ignore-formatted",
                 ],
                 capture_output=True,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -233,23 +234,41 @@ def _first_seen(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 
 class DedupEvents(beam.PTransform):  # type: ignore[type-arg]
-    """Batches of rows -> one row per ``event_id`` (the earliest in the log), re-batched.
+    """Batches of rows -> batches with one row per ``event_id`` (the earliest in the log).
 
-    Duplicates against rows already in the ``events`` table are removed by the
-    table write itself (insert only when the key is absent).
+    Rows are spread over ``buckets`` by a hash of their ``event_id`` and grouped
+    per bucket in small lists, so the shuffle moves a few thousand elements
+    rather than one per event, and every copy of an event meets the others in
+    its bucket. Duplicates against rows already in the ``events`` table are
+    removed by the table write itself (insert only when the key is absent).
     """
 
-    def __init__(self, batch_size: int = 1000) -> None:
+    def __init__(self, buckets: int = 64) -> None:
         super().__init__()
-        self.batch_size = batch_size
+        self.buckets = buckets
 
     def expand(self, batches: Any) -> Any:
+        buckets = self.buckets
+
+        def spread(batch: list[dict[str, Any]]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+            parts: dict[int, list[dict[str, Any]]] = {}
+            for r in batch:
+                parts.setdefault(zlib.crc32(r["event_id"].encode()) % buckets, []).append(r)
+            yield from parts.items()
+
+        def first_copies(kv: tuple[int, Iterable[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+            by_id: dict[str, list[dict[str, Any]]] = {}
+            for part in kv[1]:
+                for r in part:
+                    by_id.setdefault(r["event_id"], []).append(r)
+            return [_first_seen(copies) for copies in by_id.values()]
+
         return (
             batches
-            | "KeyByEventId" >> beam.FlatMap(lambda b: ((r["event_id"], r) for r in b))
+            | "SpreadByEventId" >> beam.FlatMap(spread)
             | "Group" >> beam.GroupByKey()
-            | "First" >> beam.Map(lambda kv: _first_seen(kv[1]))
-            | "Batch" >> beam.BatchElements(min_batch_size=self.batch_size, max_batch_size=self.batch_size)
+            | "FirstCopies" >> beam.Map(first_copies)
+            | "NonEmpty" >> beam.Filter(bool)
         )
 
 

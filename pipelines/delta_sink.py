@@ -229,14 +229,16 @@ class Lake:
         props: CommitProperties,
         episodes: Sequence[str] = (),
     ) -> None:
+        from deltalake import write_deltalake
+
         dt = self.table(name)
+        before = dt.version()
+        predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
         if mode == "replace_episodes" and episodes:
-            src = data if data.num_rows else pa.Table.from_pylist([], data.schema)
-            predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
             scope = "t.episode_id IN (" + ", ".join(_sql(e) for e in sorted(set(episodes))) + ")"
             (
                 dt.merge(
-                    source=src,
+                    source=data,
                     predicate=predicate,
                     source_alias="s",
                     target_alias="t",
@@ -247,26 +249,27 @@ class Lake:
                 .when_not_matched_by_source_delete(predicate=scope)
                 .execute()
             )
-            return
-        if data.num_rows == 0:
-            # Nothing to write, but the offsets must still be recorded.
-            from deltalake import write_deltalake
-
-            write_deltalake(
-                dt, data, mode="append", commit_properties=props, storage_options=self.storage_options
+        elif data.num_rows:
+            for part in PARTITION_COLUMNS.get(name, ()):
+                predicate += f" AND t.{part} = s.{part}"  # lets the merge prune partitions
+            merger = dt.merge(
+                source=data, predicate=predicate, source_alias="s", target_alias="t", commit_properties=props
             )
-            return
-        predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
-        for part in PARTITION_COLUMNS.get(name, ()):
-            predicate += f" AND t.{part} = s.{part}"  # lets the merge prune partitions
-        merger = dt.merge(
-            source=data, predicate=predicate, source_alias="s", target_alias="t", commit_properties=props
-        )
-        if mode in ("upsert", "replace_episodes"):
-            merger = merger.when_matched_update_all().when_not_matched_insert_all()
-        else:
-            merger = merger.when_not_matched_insert_all()
-        merger.execute()
+            if mode in ("upsert", "replace_episodes"):
+                merger = merger.when_matched_update_all().when_not_matched_insert_all()
+            else:
+                merger = merger.when_not_matched_insert_all()
+            merger.execute()
+        # A MERGE that changes nothing commits nothing, and an empty batch has no
+        # rows to merge: the offsets must still be recorded, with an empty commit.
+        if self.table(name).version() == before:
+            write_deltalake(
+                self.table(name),
+                data.slice(0, 0),
+                mode="append",
+                commit_properties=props,
+                storage_options=self.storage_options,
+            )
 
     def delete_keys(
         self,

@@ -11,13 +11,17 @@ again, and re-running a batch changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
+import os
 import signal
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
@@ -61,6 +65,9 @@ class PipelineConfig:
     beam_args: list[str] = field(default_factory=list)
     """Extra Beam pipeline options; a ``--runner`` among them (Flink, Spark,
     Dataflow, ...) replaces the local ``FnApiRunner``."""
+    worker_log: str | None = None
+    """Where the local SDK worker processes' own output goes (they log at INFO to
+    the stderr they inherit); ``None`` leaves it on stderr."""
     floor: dict[tuple[str, int], int] = field(default_factory=dict)
     """Lowest start offset per (topic, partition) (``replay --from-time``)."""
 
@@ -148,6 +155,7 @@ def _options(cfg: PipelineConfig) -> tuple[Any, PipelineOptions]:
             *cfg.beam_args,
             f"--direct_num_workers={cfg.num_workers}",
             f"--direct_running_mode={cfg.running_mode}",
+            "--default_sdk_harness_log_level=WARNING",
         ]
     )
     return FnApiRunner(), opts
@@ -179,14 +187,35 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> N
     )
 
 
+@contextlib.contextmanager
+def _stderr_to(path: str | None) -> Iterator[None]:
+    """Point fd 2 at ``path`` while worker processes are spawned (they inherit it)."""
+    if path is None:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
 def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
     """Run one micro-batch's pipeline to completion."""
     t0 = time.monotonic()
     runner, opts = _options(cfg)
     p = beam.Pipeline(runner=runner, options=opts) if runner is not None else beam.Pipeline(options=opts)
     build(p, ranges, cfg)
-    result = p.run()
-    result.wait_until_finish()
+    with _stderr_to(cfg.worker_log):
+        result = p.run()
+        result.wait_until_finish()
     counters: dict[str, int] = {}
     try:
         for c in result.metrics().query()["counters"]:
@@ -205,10 +234,14 @@ def run_once(
     lake.ensure()
     target = end_offsets(cfg.bootstrap, cfg.topics)
     results: list[BatchResult] = []
+    previous: list[OffsetRange] | None = None
     while True:
         ranges = plan_batch(lake, cfg, target)
         if not ranges:
             return results
+        if ranges == previous:
+            raise PipelineError(f"no progress: the tables did not record the batch {ranges}")
+        previous = ranges
         res = run_batch(ranges, cfg)
         results.append(res)
         if on_batch:

@@ -256,11 +256,12 @@ def _pipeline_config(lake: Path | None, workers: int, max_batch: int, beam_args:
     s = _settings()
     return PipelineConfig(
         bootstrap=s.kafka_bootstrap,
-        lake_root=str(lake or s.lake),
+        lake_root=str(Path(lake or s.lake).resolve()),
         topics=(s.topic_episodes, s.topic_judgements),
         num_workers=workers,
         max_batch_per_partition=max_batch,
         beam_args=list(beam_args or []),
+        worker_log=str(s.home / "logs" / "beam-workers.log"),
     )
 
 
@@ -446,6 +447,9 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     # kafka-python logs every reconnect attempt; the spool and our own messages say what matters.
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    # Beam probes optional Google Cloud clients at import and says so on the root logger.
+    logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
+    logging.getLogger("apache_beam").setLevel(logging.WARNING)
     try:
         app()
     except KeyboardInterrupt:

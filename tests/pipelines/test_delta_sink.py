@@ -140,3 +140,14 @@ def test_time_travel_reads_an_old_version(lake: Lake) -> None:
     assert lake.read("events").num_rows == 5
     with pytest.raises(LakeError):
         lake.read("events", version=99)
+
+
+def test_a_batch_that_changes_nothing_still_records_its_offsets(lake: Lake) -> None:
+    empty = pa.Table.from_pylist([], schema=TABLES["failures"])
+    assert lake.write("failures", empty, mode="replace_episodes", txns={"p:t:0": 5}, episodes=["e1", "e2"])
+    assert lake.txn_version("failures", "p:t:0") == 5
+    t = events_table(3)
+    lake.write("events", t, mode="insert_new", txns={"p:t:0": 2})
+    # The same rows under new offsets: the MERGE inserts nothing, the offsets are recorded.
+    assert lake.write("events", t, mode="insert_new", txns={"p:t:0": 9})
+    assert lake.txn_version("events", "p:t:0") == 9 and lake.read("events").num_rows == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -104,16 +105,20 @@ def test_sigkill_at_random_points_while_events_arrive_loses_and_duplicates_nothi
     kills = 0
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     while kills < 8:
+        # Its own process group: the kill takes the driver and its SDK worker
+        # processes down together, as a crashed machine or container would.
         proc = subprocess.Popen(
             [sys.executable, "-c", RUNNER, broker.bootstrap, str(lake_dir)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         time.sleep(rng.uniform(1.5, 6.0))
         if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
             kills += 1
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     producer.join(120)
     assert done.is_set()

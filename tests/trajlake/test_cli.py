@@ -167,7 +167,7 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     port = free_port()
     try:
         proc = run(tmp_path, port, "demo", "--episodes", "4")
-        assert "every recorded event was read back, in order" in proc.stdout
+        assert "every recorded event was read back, in order, and every episode is in the lake" in proc.stdout
         assert proc.stdout.count("scripted") >= 4
     finally:
         run(tmp_path, port, "down", check=False)
@@ -175,3 +175,12 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
 
 def test_fixtures_and_cli_are_installed() -> None:
     assert FIXTURES.is_dir() and shutil.which(TRAJLAKE) is not None
+
+
+@pytest.mark.kafka
+def test_a_cluster_id_starting_with_a_dash_formats(fresh_broker: EmbeddedKafka) -> None:
+    # Base64 cluster ids start with "-" one time in 64; the storage tool must not take it for an option.
+    fresh_broker.dir.mkdir(parents=True, exist_ok=True)
+    fresh_broker._save_state({"cluster_id": "-AbCdEfGhIjKlMnOpQrStUv", "controller_port": free_port()})
+    status = fresh_broker.start()
+    assert status.running
