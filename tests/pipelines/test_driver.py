@@ -1,0 +1,46 @@
+"""Driver details: runner selection and the offsets a replay from a time starts at."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from kafka import KafkaProducer
+
+from ingest.kafka_broker import EmbeddedKafka
+from pipelines import PipelineConfig
+from pipelines.log_pipeline import _options, offsets_for_time
+
+
+def test_the_local_runner_is_set_explicitly_with_workers() -> None:
+    runner, opts = _options(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", num_workers=3))
+    assert type(runner).__name__ == "FnApiRunner"
+    all_opts = opts.get_all_options()
+    assert all_opts["direct_num_workers"] == 3
+    assert all_opts["direct_running_mode"] == "multi_processing"
+
+
+def test_portable_runner_options_are_handed_to_beam() -> None:
+    args = ["--runner=FlinkRunner", "--flink_master=localhost:8081", "--environment_type=LOOPBACK"]
+    runner, opts = _options(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", beam_args=args))
+    assert runner is None  # Beam builds the runner the options name
+    all_opts = opts.get_all_options()
+    assert all_opts["runner"] == "FlinkRunner" and all_opts["flink_master"] == "localhost:8081"
+
+
+@pytest.mark.kafka
+def test_replay_from_a_time_starts_at_the_first_offset_at_or_after_it(
+    kafka: EmbeddedKafka, topic: str
+) -> None:
+    t0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    prod = KafkaProducer(bootstrap_servers=kafka.bootstrap)
+    for i in range(10):
+        ts = int((t0 + dt.timedelta(minutes=i)).timestamp() * 1000)
+        prod.send(topic, key=b"k", value=b"v", partition=0, timestamp_ms=ts)
+    prod.flush()
+    prod.close()
+    offsets = offsets_for_time(kafka.bootstrap, (topic,), t0 + dt.timedelta(minutes=4, seconds=30))
+    assert offsets[(topic, 0)] == 5
+    assert offsets[(topic, 1)] == 0  # an empty partition: its end
+    late = offsets_for_time(kafka.bootstrap, (topic,), t0 + dt.timedelta(days=1))
+    assert late[(topic, 0)] == 10
