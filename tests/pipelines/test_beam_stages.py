@@ -144,3 +144,20 @@ def test_read_kafka_ranges_reads_exactly_the_ranges(kafka: EmbeddedKafka, topic:
         batches = p | beam.Create(ranges) | ReadKafkaRanges(kafka.bootstrap, batch_size=32, chunk=40)
         got = batches | beam.FlatMap(lambda b: [(r[1], r[2]) for r in b])
         assert_that(got, equal_to([(0, o) for o in range(10, 110)] + [(1, o) for o in range(150)]))
+
+
+def test_load_touched_episodes_brings_every_event_of_each_episode(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from pipelines import LoadTouchedEpisodes
+    from schemas import TABLES
+
+    lake = Lake(tmp_path)
+    lake.ensure()
+    docs = [started("e1"), model("e1", 1), started("e2"), ended("e1", 2, "success"), started("e3")]
+    rows = [event_row(parse_event(d), "trajlake.episodes", 0, i) for i, d in enumerate(docs)]
+    lake.write("events", pa.Table.from_pylist(rows, schema=TABLES["events"]), mode="insert_new")
+    with pipeline() as p:
+        out = p | beam.Create([["e1", "e3", "e9"]]) | LoadTouchedEpisodes(str(tmp_path))
+        got = out | beam.Map(lambda kv: (kv[0], sorted(r["seq"] for r in kv[1])))
+        assert_that(got, equal_to([("e1", [0, 1, 2]), ("e3", [0]), ("e9", [])]))
