@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -49,7 +48,7 @@ from ingest.delivery import DeliveryStats
 from ingest.errors import DeliveryTimeoutError, SinkError
 from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
 from ingest.sink import Receipt
-from ingest.spool import Spool, lock_file, parse_records, segment_numbers, segment_path
+from ingest.spool import Spool, lock_file, lock_is_free, parse_records, segment_numbers, segment_path
 
 log = logging.getLogger(__name__)
 
@@ -155,14 +154,7 @@ class Shipper:
         return later[0] if later else None
 
     def _worker_gone(self) -> bool:
-        fd = os.open(self.directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(fd)  # closing releases a lock we took
-        return True
+        return lock_is_free(self.directory / "LOCK")
 
     def _read_more(self) -> int:
         """Send the complete records after the read position; return how many."""
@@ -343,14 +335,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def shipper_alive(directory: Path) -> bool:
     """Whether a shipper holds ``directory``'s shipper lock."""
-    fd = os.open(Path(directory) / SHIPPER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return not lock_is_free(Path(directory) / SHIPPER_LOCK)
 
 
 class ShippedDelivery:

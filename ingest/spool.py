@@ -158,6 +158,18 @@ def parse_records(data: bytes | memoryview, base: int = 0) -> tuple[list[tuple[i
     return out, pos
 
 
+def lock_is_free(path: Path) -> bool:
+    """Whether no live process holds the ``flock`` on ``path`` (probes without keeping it)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing releases a lock we took
+    return True
+
+
 class Spool:
     """An append-only, size-bounded, crash-safe spool of unacknowledged records.
 
@@ -365,11 +377,6 @@ class Spool:
                 if seg.sealed:
                     self._maybe_delete(seg)
             self._cond.notify_all()
-
-    @property
-    def active_segment(self) -> Segment:
-        """The segment being appended to."""
-        return self._active
 
     @staticmethod
     def _msync(mm: mmap.mmap, position: int, size: int) -> None:

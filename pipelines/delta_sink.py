@@ -148,9 +148,21 @@ class Lake:
         """Current Delta version of every existing pipeline table."""
         out = {}
         for name in TABLES:
-            if self.exists(name):
-                out[name] = self.table(name).version()
+            try:
+                out[name] = DeltaTable(self.uri(name), storage_options=self.storage_options).version()
+            except TableNotFoundError:
+                continue
         return out
+
+    def row_count(self, name: str, version: int | None = None) -> int:
+        """Rows of ``name`` from the file statistics in the Delta log (no data read).
+
+        Falls back to reading the table when a file carries no statistics.
+        """
+        counts = pa.table(self.table(name, version).get_add_actions(flatten=True)).column("num_records")
+        if counts.null_count:
+            return int(self.read(name, version=version).num_rows)
+        return int(sum(counts.to_pylist()))
 
     def txn_version(self, name: str, app: str) -> int | None:
         """``transaction_version(app)`` of table ``name`` (None: never committed)."""
@@ -270,25 +282,6 @@ class Lake:
                 commit_properties=props,
                 storage_options=self.storage_options,
             )
-
-    def delete_keys(
-        self,
-        name: str,
-        keys: Sequence[str],
-        values: Sequence[tuple[Any, ...]],
-        txns: Mapping[str, int] | None = None,
-    ) -> None:
-        """Delete rows of ``name`` whose ``keys`` take one of ``values`` (small sets)."""
-        if not values:
-            return
-        preds = []
-        for vals in values:
-            preds.append("(" + " AND ".join(f"{k} = {_sql(v)}" for k, v in zip(keys, vals)) + ")")
-        dt = self.table(name)
-        props = CommitProperties(
-            app_transactions=[Transaction(app_id=a, version=v) for a, v in sorted((txns or {}).items())]
-        )
-        dt.delete(" OR ".join(preds), commit_properties=props)
 
 
 def _sql(value: Any) -> str:

@@ -11,7 +11,3 @@ class PipelineError(TrajlakeError):
 
 class LakeError(PipelineError):
     """A Delta table could not be created, opened, read or committed to."""
-
-
-class LakesDifferError(PipelineError):
-    """Two lakes compared by ``lake diff`` are not equal."""

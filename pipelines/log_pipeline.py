@@ -12,6 +12,7 @@ again, and re-running a batch changes nothing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -288,14 +289,7 @@ def backlog(cfg: PipelineConfig) -> int:
     """Records in the log that the lake does not hold yet."""
     lake = Lake(cfg.lake_root)
     lake.ensure()
-    return sum(len(r) for r in plan_batch(lake, dataclass_replace(cfg, max_batch_per_partition=2**62)))
-
-
-def dataclass_replace(cfg: PipelineConfig, **changes: Any) -> PipelineConfig:
-    """A copy of ``cfg`` with ``changes``."""
-    import dataclasses
-
-    return dataclasses.replace(cfg, **changes)
+    return sum(len(r) for r in plan_batch(lake, dataclasses.replace(cfg, max_batch_per_partition=2**62)))
 
 
 def replay(
@@ -310,5 +304,5 @@ def replay(
     run resumes from what it holds, like any run.
     """
     if from_time is not None:
-        cfg = dataclass_replace(cfg, floor=offsets_for_time(cfg.bootstrap, cfg.topics, from_time))
+        cfg = dataclasses.replace(cfg, floor=offsets_for_time(cfg.bootstrap, cfg.topics, from_time))
     return run_once(cfg, on_batch=on_batch)

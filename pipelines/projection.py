@@ -22,7 +22,6 @@ from schemas.events import (
     Annotation,
     EpisodeEnded,
     EpisodeStarted,
-    Event,
     EventBase,
     ModelCall,
     Reward,
@@ -297,8 +296,3 @@ def reward_rows(state: EpisodeState) -> list[dict[str, Any]]:
         }
         for _, r in sorted(state.rewards.items())
     ]
-
-
-def events_of(raw: Iterable[Event]) -> list[EventBase]:
-    """Typing helper: the union members are all :class:`EventBase`."""
-    return list(raw)

@@ -167,9 +167,7 @@ def import_(
                 err_console.print(f"[red]{path}: {exc}[/red]")
                 continue
             if as_json:
-                print(
-                    json.dumps(report.to_dict() if hasattr(report, "to_dict") else vars(report), default=str)
-                )
+                print(json.dumps(vars(report), default=str))
             else:
                 console.print(report.summary())
         try:
@@ -409,14 +407,10 @@ def lake_show(
 def lake_versions(lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None) -> None:
     """Current Delta version and row count of every table."""
     from pipelines import Lake
+    from trajlake.lake_view import lake_versions_table
 
     lk = Lake(lake or _settings().lake)
-    t = Table(title=f"lake {lk.root}")
-    for col in ("table", "version", "rows"):
-        t.add_column(col)
-    for name, v in lk.versions().items():
-        t.add_row(name, str(v), str(lk.read(name).num_rows))
-    console.print(t)
+    console.print(lake_versions_table(lk, f"lake {lk.root}"))
 
 
 # ------------------------------------------------------------------ demo

@@ -139,6 +139,7 @@ def run_demo(settings: Any, broker: EmbeddedKafka, *, episodes: int, console: Co
     from collections import Counter
 
     from pipelines import Lake, PipelineConfig, run_once
+    from trajlake.lake_view import lake_versions_table
 
     cfg = PipelineConfig(
         bootstrap=settings.kafka_bootstrap,
@@ -149,12 +150,7 @@ def run_demo(settings: Any, broker: EmbeddedKafka, *, episodes: int, console: Co
     results = run_once(cfg)
     console.print(f"{len(results)} micro-batches, {sum(r.records for r in results)} records folded")
     lake = Lake(cfg.lake_root)
-    tables = Table(title=f"Delta tables in {cfg.lake_root}")
-    for col in ("table", "Delta version", "rows"):
-        tables.add_column(col)
-    for name, version in lake.versions().items():
-        tables.add_row(name, str(version), str(lake.read(name).num_rows))
-    console.print(tables)
+    console.print(lake_versions_table(lake, f"Delta tables in {cfg.lake_root}"))
     eps = [r for r in lake.read("episodes").to_pylist() if r["episode_id"] in recorded]
     console.print(
         "episodes of this demo in the lake, by completeness: "
