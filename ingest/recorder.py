@@ -440,6 +440,15 @@ class Episode:
             ts=ts,
         )
 
+    def sandbox_step(self, payload: SandboxPayload) -> str:
+        """Record a lifecycle step given as a payload: the listener a sandbox pool calls.
+
+        ``pool.lease(listener=episode.sandbox_step)`` puts every step of the
+        leased sandbox (acquired, reset, snapshot, restore, crashed, released)
+        into this episode.
+        """
+        return self._emit(SandboxEvent, lambda: payload, ts=None)
+
     def reward(
         self,
         *,

@@ -11,6 +11,8 @@ import pytest
 
 from ingest.kafka_broker import EmbeddedKafka
 
+pytest_plugins = ["tests.sandbox_fixtures"]
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO.parent / "shared" / "fixtures" / "trajectories"
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from schemas.errors import TrajlakeError
+from trajlake.sandbox_cli import sandbox_app
 
 app = typer.Typer(
     name="trajlake",
@@ -31,6 +32,7 @@ pipeline_app = typer.Typer(help="Beam pipelines: the log into Delta tables.", no
 lake_app = typer.Typer(help="The Delta lake.", no_args_is_help=True)
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(lake_app, name="lake")
+app.add_typer(sandbox_app, name="sandbox")
 
 console = Console()
 err_console = Console(stderr=True)

@@ -2,16 +2,18 @@
 
 Today it shows the log half of the loop on the embedded default: the broker
 comes up, scripted episodes are recorded through the ``EpisodeRecorder``
-(spool -> shipper -> Kafka, ``acks=all``), the shipped real trajectories of
+(spool -> shipper -> Kafka, ``acks=all``) with their tool calls run in a pooled
+sandbox (the configured backend, ``local`` by default), the shipped real trajectories of
 other agents are imported when present, every event is read back from Kafka and
 checked for contiguous, ordered ``seq``, and the Beam pipeline folds the log
-into the Delta tables (episodes, steps, rewards, failure attribution). Rollouts
-in sandboxes, judges and learners join the demo as they are built.
+into the Delta tables (episodes, steps, rewards, failure attribution). Judges,
+task families and learners join the demo as they are built.
 """
 
 from __future__ import annotations
 
 import random
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,70 @@ def _record_scripted_episode(rec: EpisodeRecorder, i: int, rng: random.Random) -
     return ep.episode_id
 
 
+_TEST = 'from calc import add\nassert add(2, 3) == 5, f"add(2, 3) returned {add(2, 3)}"\nprint("1 passed")\n'
+
+
+def _sandboxed_episode(rec: EpisodeRecorder, pool: Any, template: Path, i: int, rng: random.Random) -> str:
+    """The same scripted agent, but every tool call really runs in a pooled sandbox."""
+    solves = rng.random() < 0.6
+    with rec.episode(
+        task=TaskRef(id="demo-add", family="demo"),
+        policy=PolicyRef(id="scripted-demo", version="0"),
+        group_id="demo-group",
+        attempt=i,
+        sandbox_image=pool.spec.image,
+        metadata={"note": "scripted demo episode, tools run in a sandbox"},
+    ) as ep:
+        with pool.lease(workspace=template, listener=ep.sandbox_step) as sb:
+
+            def bash(command: str) -> Any:
+                call = ep.tool_call("bash", {"command": command})
+                r = sb.exec(command, timeout=30)
+                ep.tool_result(
+                    call,
+                    exit_code=r.exit_code,
+                    stdout=r.stdout,
+                    stderr=r.stderr,
+                    duration_s=r.duration_s,
+                    timed_out=r.timed_out,
+                )
+                return r
+
+            prompt = [{"role": "user", "content": "test_calc.py fails: add(2, 3) is wrong. Fix calc.py."}]
+            ep.model_call(messages=prompt, completion="cat calc.py", latency_s=0.05, completion_tokens=3)
+            bash("cat calc.py")
+            fix = _FIXED if solves else "def add(a, b):\n    return a * b\n"
+            ep.model_call(completion=f"write calc.py:\n{fix}", latency_s=0.07, completion_tokens=15)
+            call = ep.tool_call("write_file", {"path": "calc.py", "content": fix})
+            sb.write_file("calc.py", fix)
+            ep.tool_result(call, exit_code=0)
+            result = bash("python3 test_calc.py")
+            # a stand-in for the judges of the next issue: the test script's exit code
+            passed = result.exit_code == 0
+            ep.reward(
+                judge_name="demo-exit-code",
+                judge_version="0",
+                score=1.0 if passed else 0.0,
+                verdict="pass" if passed else "fail",
+            )
+    return ep.episode_id
+
+
+def _sandbox_pool(settings: Any, console: Console) -> Any:
+    """A warm pool of the configured backend, or ``None`` (with the reason) when it cannot run."""
+    from sandboxes import SandboxPool, SandboxSpec, get_backend
+
+    backend = get_backend(settings.sandbox_backend, settings.sandbox_config())
+    reason = backend.unavailable_reason()
+    if reason:
+        console.print(
+            f"[yellow]sandbox backend {backend.name} unavailable ({reason}); tools are scripted[/yellow]"
+        )
+        return None
+    image = settings.sandbox_image if backend.name == "docker" else None
+    return SandboxPool(backend, SandboxSpec(image=image, memory_mb=256, disk_mb=64), max_size=2, warm=1)
+
+
 def _fixtures_dir() -> Path | None:
     here = Path(__file__).resolve()
     for parent in here.parents:
@@ -88,8 +154,24 @@ def run_demo(settings: Any, broker: EmbeddedKafka, *, episodes: int, console: Co
         worker_id="demo-worker",
         topic=settings.topic_episodes,
     ) as rec:
-        for i in range(episodes):
-            recorded[_record_scripted_episode(rec, i, rng)] = "scripted"
+        pool = _sandbox_pool(settings, console)
+        if pool is None:
+            for i in range(episodes):
+                recorded[_record_scripted_episode(rec, i, rng)] = "scripted"
+        else:
+            with tempfile.TemporaryDirectory() as tmp, pool:
+                template = Path(tmp)
+                (template / "calc.py").write_text(_BUGGY)
+                (template / "test_calc.py").write_text(_TEST)
+                for i in range(episodes):
+                    recorded[_sandboxed_episode(rec, pool, template, i, rng)] = (
+                        f"sandboxed ({pool.backend.name})"
+                    )
+                m = pool.metrics()
+                console.print(
+                    f"sandbox pool ({pool.backend.name}): {m.acquired} leases, {m.warm_hits} warm, "
+                    f"acquire p50 {1e3 * (m.acquire_p50_s or 0):.1f} ms, {m.crashed} crashed"
+                )
         fixtures = _fixtures_dir()
         if fixtures is not None:
             from ingest.importers import detect_format, import_file
@@ -172,5 +254,5 @@ def run_demo(settings: Any, broker: EmbeddedKafka, *, episodes: int, console: Co
         if ok
         else "[red]some events are missing, out of order, or not in the lake[/red]"
     )
-    console.print("Not in this demo yet (later issues): sandboxes, judges, learners, the query API.")
+    console.print("Not in this demo yet (later issues): real judges, task families, learners, the query API.")
     return ok

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -33,8 +34,30 @@ class Settings(BaseSettings):
     """Delta tables (default ``<home>/lake``)."""
     sandbox_backend: str = "local"
     """Default sandbox backend."""
+    sandbox_runtime_dir: Path = Path("/run/trajlake/sandboxes")
+    """Per-sandbox mounts and state (parents must be traversable by ``sandbox_uid``)."""
+    image_store: Path = Path("/var/lib/trajlake/images")
+    """Recorded base images and their root filesystems (machine-wide, content-addressed)."""
+    sandbox_uid: int = Field(default=64000, gt=0)
+    """Unprivileged host uid the ``local`` backend runs agents as (root hosts)."""
+    docker_host: str | None = None
+    """Docker engine URL (default: ``DOCKER_HOST`` or the local socket)."""
+    sandbox_image: str = "trajlake-base"
+    """Image sandboxes use when none is named (``local`` uses host paths unless asked)."""
     api_token: str | None = None
     """Bearer token the query API requires, if set."""
+
+    def sandbox_config(self) -> Any:
+        """The :class:`sandboxes.SandboxConfig` these settings describe."""
+        from sandboxes import SandboxConfig
+
+        return SandboxConfig(
+            runtime_dir=self.sandbox_runtime_dir,
+            image_store=self.image_store,
+            host_uid=self.sandbox_uid,
+            docker_host=self.docker_host,
+            default_image=self.sandbox_image,
+        )
 
     @property
     def spool(self) -> Path:

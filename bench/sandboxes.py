@@ -1,0 +1,226 @@
+"""Sandbox latency and throughput, per backend, against raw ``bwrap`` and raw ``docker``.
+
+Run (as root, with the Docker engine up and the base image built)::
+
+    .venv/bin/python bench/sandboxes.py [--backends local,docker] [--rounds 100] [--json OUT]
+
+One run, per backend:
+
+- ``cold``: create a sandbox -> ``exec python3 -c pass`` -> close (no pool);
+- ``warm``: ``pool.acquire`` -> ``exec python3 -c pass`` -> ``pool.release`` on a
+  pool kept warm (reset and health check happen off the caller's path);
+- ``exec``: ``exec python3 -c pass`` in a sandbox already held;
+- ``snapshot`` / ``restore`` of a workspace of 200 files (4 MiB);
+- throughput: execs/s with N sandboxes used concurrently by N threads.
+
+Baselines in the same run: the same command by a raw ``bwrap`` with the same
+namespaces (no cgroups, no overlay, no accounting) and by raw ``docker run --rm``
+and ``docker exec`` through the engine's API. Ratios are ours / baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)  # this directory's scripts must not shadow the packages they measure
+
+from rich.console import Console
+from rich.table import Table
+
+from sandboxes import SandboxPool, SandboxSpec, get_backend
+from sandboxes.local import _host_system_binds
+
+CMD = ["python3", "-c", "pass"]
+SPEC = SandboxSpec(memory_mb=512, pids=128, disk_mb=128, exec_timeout_s=60)
+console = Console()
+
+
+def pct(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
+
+
+def stats(samples: list[float]) -> dict[str, float]:
+    return {"p50_ms": pct(samples, 50) * 1e3, "p99_ms": pct(samples, 99) * 1e3, "n": len(samples)}
+
+
+def timed(fn: Any, rounds: int, warmup: int = 3) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def make_template(root: Path) -> Path:
+    for i in range(200):
+        d = root / f"pkg{i % 10}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i}.py").write_bytes(os.urandom(20 << 10))
+    return root
+
+
+def raw_bwrap() -> list[str]:
+    return [
+        "bwrap", "--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--unshare-net",
+        "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        *_host_system_binds(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", *CMD,
+    ]  # fmt: skip
+
+
+def bench_backend(name: str, rounds: int, threads: list[int], template: Path) -> dict[str, Any]:
+    backend = get_backend(name)
+    backend.ensure_available()
+    image = None if name == "local" else "trajlake-base"
+    res: dict[str, Any] = {}
+    spec = SPEC.with_(image=image)
+    cold_rounds = max(10, rounds // 4)
+
+    def cold() -> None:
+        with backend.create(spec) as sb:
+            assert sb.exec(CMD).exit_code == 0
+
+    res["cold"] = stats(timed(cold, cold_rounds))
+
+    with SandboxPool(backend, spec, max_size=2, warm=2) as pool:
+        assert pool.wait_warm(120)
+
+        def warm() -> None:
+            sb = pool.acquire(timeout=60)
+            assert sb.exec(CMD).exit_code == 0
+            pool.release(sb)
+
+        res["warm"] = stats(timed(warm, rounds))
+        m = pool.metrics()
+        res["warm"]["acquire_p50_ms"] = (m.acquire_p50_s or 0) * 1e3
+        res["warm"]["warm_hits"] = m.warm_hits
+        res["warm"]["acquired"] = m.acquired
+
+    with backend.create(spec.with_(workspace=template)) as sb:
+        res["exec"] = stats(timed(lambda: sb.exec(CMD), rounds))
+        snaps: list[float] = []
+        restores: list[float] = []
+        for i in range(max(10, rounds // 5)):
+            sb.exec(f"echo {i} > pkg0/changed{i}.txt; rm -f pkg1/f{i * 10 + 1}.py")
+            t = time.perf_counter()
+            ref = sb.snapshot()
+            snaps.append(time.perf_counter() - t)
+            sb.exec("rm -rf pkg2")
+            t = time.perf_counter()
+            sb.restore(ref)
+            restores.append(time.perf_counter() - t)
+            if i % 20 == 19:
+                sb.reset()
+        res["snapshot"] = stats(snaps)
+        res["restore"] = stats(restores)
+
+    res["throughput"] = {}
+    for n in threads:
+        sandboxes = [backend.create(spec) for _ in range(n)]
+        count = [0] * n
+        stop = time.monotonic() + 4.0
+
+        def loop(i: int, sandboxes: list[Any], count: list[int], stop: float) -> None:
+            while time.monotonic() < stop:
+                sandboxes[i].exec(CMD)
+                count[i] += 1
+
+        ts = [threading.Thread(target=loop, args=(i, sandboxes, count, stop)) for i in range(n)]
+        t0 = time.monotonic()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        res["throughput"][n] = sum(count) / (time.monotonic() - t0)
+        for sb in sandboxes:
+            sb.close()
+    backend.close()
+    return res
+
+
+def bench_baselines(rounds: int, backends: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "local" in backends:
+        argv = raw_bwrap()
+        out["raw_bwrap"] = stats(timed(lambda: subprocess.run(argv, check=True), rounds))
+    if "docker" in backends:
+        import docker
+
+        from sandboxes import ImageStore
+        from sandboxes.registry import SandboxConfig
+
+        image_id = ImageStore(SandboxConfig().image_store).get("trajlake-base").image_id
+        client = docker.from_env()
+
+        def docker_run() -> None:
+            client.containers.run(image_id, CMD, remove=True, network_mode="none", user="1000:1000")
+
+        out["raw_docker_run"] = stats(timed(docker_run, max(10, rounds // 4)))
+        c = client.containers.run(
+            image_id, ["sleep", "infinity"], detach=True, network_mode="none", init=True
+        )
+        try:
+            out["raw_docker_exec"] = stats(timed(lambda: c.exec_run(CMD, user="1000:1000"), rounds))
+        finally:
+            c.remove(force=True)
+        client.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="sandbox latency and throughput vs raw bwrap / docker")
+    ap.add_argument("--backends", default="local,docker")
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--threads", default="1,2,4")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    backends = args.backends.split(",")
+    threads = [int(x) for x in args.threads.split(",")]
+    results: dict[str, Any] = {"machine": {"cpus": os.cpu_count()}, "backends": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        template = make_template(Path(tmp))
+        for name in backends:
+            console.print(f"[bold]{name}[/bold] ...")
+            results["backends"][name] = bench_backend(name, args.rounds, threads, template)
+    results["baselines"] = bench_baselines(args.rounds, backends)
+
+    table = Table(title=f"sandboxes: `python3 -c pass`, {os.cpu_count()} cores")
+    for col in ("backend", "measure", "p50 ms", "p99 ms", "baseline", "ratio p50"):
+        table.add_column(col, justify="right" if col not in ("backend", "measure", "baseline") else "left")
+    base_of = {"local": "raw_bwrap", "docker": "raw_docker_run"}
+    for name, r in results["backends"].items():
+        base = results["baselines"].get(base_of[name])
+        for measure in ("cold", "warm", "exec", "snapshot", "restore"):
+            s = r[measure]
+            bname, ratio = "", ""
+            if measure in ("cold", "warm", "exec") and base:
+                ref = base
+                bname = base_of[name]
+                if name == "docker" and measure in ("warm", "exec"):
+                    ref, bname = results["baselines"]["raw_docker_exec"], "raw_docker_exec"
+                ratio = f"{s['p50_ms'] / ref['p50_ms']:.2f}x"
+            table.add_row(name, measure, f"{s['p50_ms']:.1f}", f"{s['p99_ms']:.1f}", bname, ratio)
+        tput = ", ".join(f"{n}: {v:.0f}/s" for n, v in r["throughput"].items())
+        table.add_row(name, "throughput", tput, "", "", "")
+    for bname, s in results["baselines"].items():
+        table.add_row("-", bname, f"{s['p50_ms']:.1f}", f"{s['p99_ms']:.1f}", "", "")
+    console.print(table)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

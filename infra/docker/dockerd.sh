@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Start a Docker engine for the docker sandbox backend, unless one already answers.
+#
+#   infra/docker/dockerd.sh         start (idempotent), wait until it answers
+#   infra/docker/dockerd.sh stop    stop the engine this script started
+#
+# No registry is reachable on these machines: nothing is pulled, base images are
+# built offline (`trajlake sandbox build-image`). The engine runs without
+# iptables or a bridge: sandboxes use `--network none`.
+set -euo pipefail
+log="${TRAJLAKE_DOCKERD_LOG:-/var/log/trajlake-dockerd.log}"
+pidfile=/var/run/trajlake-dockerd.pid
+
+answers() { docker info >/dev/null 2>&1; }
+
+case "${1:-start}" in
+  start)
+    answers && exit 0
+    command -v dockerd >/dev/null || { echo "dockerd is not installed (apt-get install docker.io)" >&2; exit 1; }
+    mkdir -p "$(dirname "$log")"
+    setsid dockerd --iptables=false --ip-forward=false --ip-masq=false --bridge=none \
+      --pidfile "$pidfile" >"$log" 2>&1 </dev/null &
+    for _ in $(seq 1 120); do
+      answers && { echo "docker engine up (log: $log)" >&2; exit 0; }
+      sleep 0.5
+    done
+    echo "dockerd did not come up within 60 s; last lines of $log:" >&2
+    tail -20 "$log" >&2
+    exit 1
+    ;;
+  stop)
+    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    ;;
+  *)
+    sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

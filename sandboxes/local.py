@@ -1,0 +1,431 @@
+"""The ``local`` backend: Linux namespaces through bubblewrap, the embedded default.
+
+Each ``exec`` is one ``bwrap`` process tree in fresh user, pid, network, ipc and
+uts namespaces: no network at all (only a loopback of its own), a private mount
+namespace that shows read-only system paths (the host's, or an image's root
+filesystem), a private ``/tmp`` and the workspace, and no capabilities. As root
+on the host the tree runs as an unprivileged host uid, so even a file whose
+owner bits would let root read it (``/etc/shadow``) stays closed. It joins the
+sandbox's cgroups (memory, pids, cpu) before it runs, with rlimits for CPU
+time, file size and open files.
+
+The workspace is an overlayfs whose upper layer lives on a size-bounded tmpfs:
+a snapshot freezes the upper layer into a new read-only lower layer and starts a
+new empty one; restore and reset only remount a different stack of layers. None
+of them copies a file.
+
+Background processes do not outlive the ``exec`` that started them: when the
+command exits, its pid namespace and everything in it goes.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from sandboxes.cgroups import CgroupSet
+from sandboxes.errors import (
+    SandboxCrashedError,
+    SandboxError,
+    SandboxQuotaError,
+    SandboxUnavailableError,
+    SnapshotNotFoundError,
+)
+from sandboxes.exec_io import CappedBuffer, exit_code_of
+from sandboxes.images import AGENT_UID, ImageStore
+from sandboxes.interface import DEFAULT_PATH, WORKSPACE, ExecResult, Sandbox, SandboxSpec
+from sandboxes.mounts import mount, umount
+from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
+from sandboxes.workspace_io import clear_dir, copy_tree, read_under, write_under
+from schemas.events import ResourceUsage
+
+MAX_LAYERS = 48
+"""Snapshot depth bound: the overlay's mount options must fit in one page."""
+
+
+def _host_system_binds() -> list[str]:
+    """Bwrap arguments that show the host's system directories read-only."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / top
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), f"/{top}"]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), f"/{top}"]
+    args += ["--ro-bind", "/etc", "/etc"]
+    return args
+
+
+@register_backend
+class LocalBackend(SandboxBackend):
+    """Sandboxes made of namespaces (bubblewrap), overlayfs and cgroup v1."""
+
+    name = "local"
+
+    def unavailable_reason(self) -> str | None:
+        """Why this backend cannot run here, or ``None``."""
+        if os.geteuid() != 0:
+            return "needs root (overlay and tmpfs mounts, cgroups, an unprivileged sandbox uid)"
+        if shutil.which("bwrap") is None:
+            return "bubblewrap is not installed (apt-get install bubblewrap)"
+        missing = [tool for tool in ("setpriv", "prlimit") if shutil.which(tool) is None]
+        if missing:
+            return f"{', '.join(missing)} not found (util-linux)"
+        try:
+            if "overlay" not in Path("/proc/filesystems").read_text():
+                return "the kernel has no overlayfs"
+        except OSError as exc:
+            return f"cannot read /proc/filesystems: {exc}"
+        return CgroupSet.unavailable_reason()
+
+    def create(self, spec: SandboxSpec, *, sandbox_id: str | None = None) -> LocalSandbox:
+        """Start a sandbox in the spec's initial state (see :class:`SandboxBackend`)."""
+        self.ensure_available()
+        rootfs: Path | None = None
+        digest: str | None = None
+        if spec.image is not None:
+            store = ImageStore(self.config.image_store)
+            record = store.get(spec.image)
+            rootfs = store.rootfs(record)
+            if not rootfs.is_dir():
+                raise SandboxUnavailableError(f"rootfs of image {record.name} is missing: {rootfs}")
+            digest = record.digest
+        return LocalSandbox(sandbox_id or uuid.uuid4().hex[:12], spec, self.config, rootfs, digest)
+
+
+class LocalSandbox(Sandbox):
+    """One local sandbox: a tmpfs, an overlay, cgroups; a ``bwrap`` tree per ``exec``."""
+
+    backend = "local"
+
+    def __init__(
+        self,
+        sandbox_id: str,
+        spec: SandboxSpec,
+        config: SandboxConfig,
+        rootfs: Path | None,
+        image_digest: str | None,
+    ) -> None:
+        super().__init__(sandbox_id, spec, image_digest)
+        self._uid = config.host_uid
+        self._rootfs = rootfs
+        self.dir = Path(config.runtime_dir) / sandbox_id
+        self._disk = self.dir / "disk"
+        self._ws = self.dir / "ws"
+        self._layers: list[str] = []  # current lower stack, newest first (names under disk/layers)
+        self._snapshots: dict[str, tuple[str, ...]] = {}
+        self._next_layer = 0
+        self._mounted: list[Path] = []
+        self._cgroup: CgroupSet | None = None
+        self._killed_by_us: set[int] = set()
+        try:
+            self._setup()
+        except BaseException:
+            self._teardown()
+            raise
+
+    # ------------------------------------------------------------- lifecycle
+
+    def _setup(self) -> None:
+        # parents are shared by concurrent sandboxes; the sandbox's own dir is not
+        self.dir.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        self.dir.mkdir(mode=0o755)
+        self._disk.mkdir()
+        self._ws.mkdir()
+        try:
+            mount("tmpfs", self._disk, "tmpfs", f"size={self.spec.disk_mb}m,mode=0755")
+        except OSError as exc:
+            raise SandboxUnavailableError(f"cannot mount the workspace tmpfs: {exc}") from exc
+        self._mounted.append(self._disk)
+        (self._disk / "layers").mkdir()
+        self._load_template()
+        self._mount_overlay()
+        self._cgroup = CgroupSet.create(
+            f"sbx-{self.id}",
+            memory_bytes=self.spec.memory_mb << 20,
+            pids=self.spec.pids,
+            cpus=self.spec.cpus,
+        )
+        self._bwrap_base = self._bwrap_args()
+
+    def _load_template(self) -> None:
+        base = self._disk / "base"
+        if base.exists():
+            shutil.rmtree(base)
+        base.mkdir()
+        if self.spec.workspace is not None:
+            src = Path(self.spec.workspace)
+            if not src.is_dir():
+                raise SandboxError(f"workspace template {src} is not a directory")
+            copy_tree(src, base, uid=self._uid, gid=self._uid)
+        os.chown(base, self._uid, self._uid)
+
+    def _mount_overlay(self, layers: tuple[str, ...] | None = None) -> None:
+        """(Re)mount the workspace with a fresh empty upper layer over ``layers``."""
+        if self._ws in self._mounted:
+            umount(self._ws)
+            self._mounted.remove(self._ws)
+        if layers is not None:
+            self._layers = list(layers)
+        for name in ("upper", "work"):
+            path = self._disk / name
+            if path.exists():
+                shutil.rmtree(path)
+            path.mkdir()
+        os.chown(self._disk / "upper", self._uid, self._uid)
+        lower = ":".join([str(self._disk / "layers" / n) for n in self._layers] + [str(self._disk / "base")])
+        opts = f"lowerdir={lower},upperdir={self._disk / 'upper'},workdir={self._disk / 'work'}"
+        try:
+            mount("overlay", self._ws, "overlay", opts)
+        except OSError as exc:
+            raise SandboxCrashedError(f"cannot mount the workspace overlay: {exc}") from exc
+        self._mounted.append(self._ws)
+
+    def _bwrap_args(self) -> list[str]:
+        args = [
+            "bwrap",
+            "--unshare-user",
+            "--uid", str(AGENT_UID),
+            "--gid", str(AGENT_UID),
+            "--disable-userns",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname", "sandbox",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop", "ALL",
+        ]  # fmt: skip
+        if self._rootfs is not None:
+            args += ["--ro-bind", str(self._rootfs), "/"]
+        else:
+            args += _host_system_binds()
+        args += [
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--size", str(self.spec.tmp_mb << 20), "--tmpfs", "/tmp",
+            "--bind", str(self._ws), WORKSPACE,
+            "--clearenv",
+        ]  # fmt: skip
+        return args
+
+    def _teardown(self) -> None:
+        if self._cgroup is not None:
+            self._cgroup.remove()
+        for path in reversed(self._mounted):
+            try:
+                umount(path)
+            except OSError:
+                pass
+        self._mounted.clear()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _close(self) -> None:
+        self._teardown()
+
+    def _check_alive(self) -> None:
+        if self._cgroup is None or not self._cgroup.exists():
+            raise SandboxCrashedError(f"sandbox {self.id}: its cgroups are gone")
+        if not os.path.ismount(self._ws):
+            raise SandboxCrashedError(f"sandbox {self.id}: its workspace is no longer mounted")
+
+    # ------------------------------------------------------------------ exec
+
+    def _exec(
+        self, argv: list[str], *, timeout: float, env: dict[str, str], stdin: bytes | None, cwd: str
+    ) -> ExecResult:
+        self._check_alive()
+        assert self._cgroup is not None
+        environment = {
+            "PATH": DEFAULT_PATH,
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+            "USER": "agent",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **env,
+        }
+        # setpriv: the unprivileged host uid; prlimit: rlimits inherited by the whole tree
+        fsize = (self.spec.file_size_mb or self.spec.disk_mb) << 20
+        args = [
+            "setpriv", f"--reuid={self._uid}", f"--regid={self._uid}", "--clear-groups",
+            "prlimit", f"--fsize={fsize}", f"--nofile={self.spec.open_files}", "--core=0",
+        ]  # fmt: skip
+        if self.spec.cpu_time_s is not None:
+            args.append(f"--cpu={self.spec.cpu_time_s}:{self.spec.cpu_time_s + 1}")
+        args += ["--", *self._bwrap_base]
+        for key, value in environment.items():
+            args += ["--setenv", key, value]
+        args += ["--chdir", cwd, "--", *argv]
+
+        cg = self._cgroup
+        oom_before = cg.oom_kills()
+        cpu_before = cg.cpu_ns()
+        cg.reset_peak()
+        out = CappedBuffer(self.spec.output_limit_bytes)
+        err = CappedBuffer(self.spec.output_limit_bytes)
+        timed_out = False
+        start = time.monotonic()
+        try:
+            with cg.thread_joined():
+                proc = subprocess.Popen(
+                    args,
+                    stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    close_fds=True,
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            raise SandboxCrashedError(f"sandbox {self.id}: cannot start bwrap: {exc}") from exc
+        deadline = start + timeout
+        sel = selectors.DefaultSelector()
+        assert proc.stdout is not None and proc.stderr is not None
+        for stream, buf in ((proc.stdout, out), (proc.stderr, err)):
+            os.set_blocking(stream.fileno(), False)
+            sel.register(stream, selectors.EVENT_READ, buf)
+        pending = memoryview(stdin) if stdin else None
+        if proc.stdin is not None:
+            os.set_blocking(proc.stdin.fileno(), False)
+            sel.register(proc.stdin, selectors.EVENT_WRITE, None)
+        try:
+            while sel.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                for sk, _ in sel.select(timeout=min(remaining, 1.0)):
+                    if sk.data is None:  # stdin
+                        try:
+                            assert pending is not None
+                            n = os.write(sk.fd, pending[: 1 << 16])
+                            pending = pending[n:]
+                        except BrokenPipeError:
+                            pending = pending[:0] if pending is not None else None
+                        if not pending:
+                            sel.unregister(sk.fileobj)
+                            proc.stdin.close()  # type: ignore[union-attr]
+                        continue
+                    chunk = os.read(sk.fd, 1 << 16)
+                    if chunk:
+                        sk.data.feed(chunk)
+                    else:
+                        sel.unregister(sk.fileobj)
+            if timed_out:
+                self._kill_tree(proc.pid)
+            _, status, rusage = os.wait4(proc.pid, 0)
+        finally:
+            sel.close()
+            # Whatever is still in the group (nothing, unless the tree was killed) goes now.
+            cg.kill_all()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
+        proc.returncode = exit_code_of(status)  # reaped by wait4; keep Popen from waiting again
+        duration = time.monotonic() - start
+        oom = cg.oom_kills() > oom_before
+        if os.WIFSIGNALED(status) and not timed_out and not oom:
+            sig = os.WTERMSIG(status)
+            raise SandboxCrashedError(
+                f"sandbox {self.id}: bwrap was killed by signal {signal.Signals(sig).name} from outside"
+            )
+        cpu_after = cg.cpu_ns()
+        cpu_s = (
+            (cpu_after - cpu_before) / 1e9
+            if cpu_after is not None and cpu_before is not None
+            else rusage.ru_utime + rusage.ru_stime
+        )
+        usage = ResourceUsage(
+            cpu_s=round(cpu_s, 6),
+            max_rss_bytes=cg.peak_memory() or rusage.ru_maxrss * 1024,
+            wall_s=round(duration, 6),
+        )
+        code = exit_code_of(status)
+        if timed_out and code == 0:
+            code = 128 + signal.SIGKILL
+        return ExecResult(
+            exit_code=code,
+            stdout=out.text(),
+            stderr=err.text(),
+            duration_s=round(duration, 6),
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+            oom_killed=oom,
+            stdout_bytes=out.total,
+            stderr_bytes=err.total,
+            usage=usage,
+        )
+
+    def _kill_tree(self, pid: int) -> None:
+        """Kill bwrap (its pid namespace dies with it) and everything in the cgroup."""
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        assert self._cgroup is not None
+        self._cgroup.kill_all()
+
+    # ------------------------------------------------------------ files
+
+    def _read_file(self, rel: str, max_bytes: int | None) -> bytes:
+        self._check_alive()
+        return read_under(self._ws, rel, max_bytes)
+
+    def _write_file(self, rel: str, data: bytes, mode: int) -> None:
+        self._check_alive()
+        write_under(self._ws, rel, data, mode=mode, uid=self._uid, gid=self._uid)
+
+    # --------------------------------------------------------- snapshots
+
+    def _quiesce(self) -> None:
+        assert self._cgroup is not None
+        self._cgroup.kill_all()
+
+    def _snapshot(self) -> str:
+        self._check_alive()
+        self._quiesce()
+        upper = self._disk / "upper"
+        if any(upper.iterdir()):
+            if len(self._layers) >= MAX_LAYERS:
+                raise SandboxQuotaError(f"sandbox {self.id}: more than {MAX_LAYERS} nested snapshots")
+            umount(self._ws)
+            self._mounted.remove(self._ws)
+            name = str(self._next_layer)
+            self._next_layer += 1
+            upper.rename(self._disk / "layers" / name)
+            self._mount_overlay((name, *self._layers))
+        ref = f"snap-{len(self._snapshots) + 1}"
+        self._snapshots[ref] = tuple(self._layers)
+        return ref
+
+    def _restore(self, ref: str) -> None:
+        self._check_alive()
+        try:
+            layers = self._snapshots[ref]
+        except KeyError:
+            raise SnapshotNotFoundError(f"sandbox {self.id} has no snapshot {ref!r}") from None
+        self._quiesce()
+        self._mount_overlay(layers)
+
+    def _reset(self, workspace: Path | None) -> None:
+        self._check_alive()
+        self._quiesce()
+        if self._ws in self._mounted:
+            umount(self._ws)
+            self._mounted.remove(self._ws)
+        clear_dir(self._disk / "layers")
+        self._snapshots.clear()
+        self._next_layer = 0
+        if workspace is not None:
+            self._load_template()
+        self._mount_overlay(())

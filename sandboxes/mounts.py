@@ -1,0 +1,35 @@
+"""Mounting from the host (as root): tmpfs bounds and overlay workspaces.
+
+Called through libc directly: a mount is on the path of every snapshot and
+restore, and spawning ``mount(8)`` would cost more than the mount itself.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+from pathlib import Path
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_MNT_DETACH = 2
+
+
+def mount(source: str, target: Path, fstype: str, options: str) -> None:
+    """``mount -t fstype -o options source target``; raises ``OSError`` with the reason."""
+    if _libc.mount(source.encode(), str(target).encode(), fstype.encode(), 0, options.encode()) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount -t {fstype} {source} {target} ({options}): {os.strerror(err)}")
+
+
+def umount(target: Path) -> None:
+    """Unmount ``target``; not mounted is fine, busy falls back to a lazy detach."""
+    if _libc.umount2(str(target).encode(), 0) == 0:
+        return
+    err = ctypes.get_errno()
+    if err == errno.EINVAL:  # not mounted
+        return
+    if err == errno.EBUSY and _libc.umount2(str(target).encode(), _MNT_DETACH) == 0:
+        return
+    raise OSError(err, f"umount {target}: {os.strerror(err)}")
