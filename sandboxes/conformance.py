@@ -194,6 +194,17 @@ def check_snapshot_restore(sb: Sandbox, ctx: CheckContext) -> str:
     return f"{ref1}, {ref2} restored in both orders"
 
 
+def check_tmp_persists(sb: Sandbox, ctx: CheckContext) -> str:
+    """``/tmp`` keeps its files from one command to the next, and reset empties it."""
+    sb.exec("echo kept > /tmp/note.txt")
+    r = sb.exec("cat /tmp/note.txt")
+    expect(r.stdout == "kept\n", "/tmp survives between commands", r)
+    sb.reset()
+    r = sb.exec("ls -A /tmp")
+    expect(r.stdout == "", "/tmp is empty after reset", r)
+    return "kept across commands, emptied by reset"
+
+
 def check_reset(sb: Sandbox, ctx: CheckContext) -> str:
     """Reset returns to the template and drops snapshots."""
     ref = sb.snapshot()
@@ -367,6 +378,7 @@ CHECKS: dict[str, Callable[[Sandbox, CheckContext], str]] = {
     "file_io": check_file_io,
     "snapshot_restore": check_snapshot_restore,
     "reset": check_reset,
+    "tmp_persists": check_tmp_persists,
     "network": check_network,
     "host_files": check_host_files,
     "privileges": check_privileges,

@@ -426,6 +426,9 @@ class DockerSandbox(Sandbox):
     def _reset(self, workspace: Path | None) -> None:
         self._check_alive()
         self._quiesce()
+        r = self._exec(["find", "/tmp", "-mindepth", "1", "-delete"], timeout=60, env={}, stdin=None, cwd="/")
+        if r.exit_code != 0:
+            raise SandboxError(f"sandbox {self.id}: cannot clear /tmp: {r.stderr[-300:]}")
         clear_dir(self._snaps)
         self._snapshots.clear()
         self._load_template()

@@ -118,6 +118,7 @@ class LocalSandbox(Sandbox):
         self.dir = Path(config.runtime_dir) / sandbox_id
         self._disk = self.dir / "disk"
         self._ws = self.dir / "ws"
+        self._tmp = self.dir / "tmp"
         self._layers: list[str] = []  # current lower stack, newest first (names under disk/layers)
         self._snapshots: dict[str, tuple[str, ...]] = {}
         self._next_layer = 0
@@ -143,6 +144,13 @@ class LocalSandbox(Sandbox):
         except OSError as exc:
             raise SandboxUnavailableError(f"cannot mount the workspace tmpfs: {exc}") from exc
         self._mounted.append(self._disk)
+        # /tmp lives as long as the sandbox (like a container's), bounded on its own
+        self._tmp.mkdir()
+        try:
+            mount("tmpfs", self._tmp, "tmpfs", f"size={self.spec.tmp_mb}m,mode=1777")
+        except OSError as exc:
+            raise SandboxUnavailableError(f"cannot mount the sandbox's /tmp: {exc}") from exc
+        self._mounted.append(self._tmp)
         (self._disk / "layers").mkdir()
         self._load_template()
         self._mount_overlay()
@@ -211,7 +219,7 @@ class LocalSandbox(Sandbox):
         args += [
             "--proc", "/proc",
             "--dev", "/dev",
-            "--size", str(self.spec.tmp_mb << 20), "--tmpfs", "/tmp",
+            "--bind", str(self._tmp), "/tmp",
             "--bind", str(self._ws), WORKSPACE,
             "--clearenv",
         ]  # fmt: skip
@@ -424,6 +432,7 @@ class LocalSandbox(Sandbox):
             umount(self._ws)
             self._mounted.remove(self._ws)
         clear_dir(self._disk / "layers")
+        clear_dir(self._tmp)
         self._snapshots.clear()
         self._next_layer = 0
         if workspace is not None:

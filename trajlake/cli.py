@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from schemas.errors import TrajlakeError
+from trajlake.judges_cli import judges_app, tasks_app
 from trajlake.sandbox_cli import sandbox_app
 
 app = typer.Typer(
@@ -33,6 +34,8 @@ lake_app = typer.Typer(help="The Delta lake.", no_args_is_help=True)
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(lake_app, name="lake")
 app.add_typer(sandbox_app, name="sandbox")
+app.add_typer(judges_app, name="judges")
+app.add_typer(tasks_app, name="tasks")
 
 console = Console()
 err_console = Console(stderr=True)

@@ -1,0 +1,137 @@
+"""Judging throughput: the ``tests`` judge on the pyfix family vs running the same tests bare.
+
+Run (as root, base image built)::
+
+    .venv/bin/python bench/judges.py [--backends local,docker] [--tasks 32] [--json OUT]
+
+One run, per backend, over the shipped pyfix tasks with their reference
+solution applied (untimed):
+
+- ``framework``: ``build_judge({"name": "tests"})(ctx)``: final diff, kill
+  leftovers, copy hidden tests in, isolated pytest with a JUnit report, parse,
+  evidence, version;
+- ``baseline``: the same hidden tests copied in and ``python3 -m pytest -q``
+  run directly in the same sandbox, exit code only.
+
+Both alternate task by task in the same sandbox. Also: judgements/s of the
+full composite judge (process + tests + static + efficiency) with 2 workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)  # this directory's scripts must not shadow the packages they measure
+
+from rich.console import Console
+from rich.table import Table
+
+from judges import JudgeContext, build_judge, find_task_dirs, load_task
+from judges.admission import ADMISSION_SPEC
+from judges.replay import Trajectory, apply_reference, prepare
+from sandboxes import SandboxPool, get_backend
+
+TASKS = Path(__file__).resolve().parents[1] / "tasks"
+console = Console()
+
+
+def bench_backend(name: str, tasks: list[Any]) -> dict[str, Any]:
+    backend = get_backend(name)
+    backend.ensure_available()
+    judge = build_judge({"name": "tests"})
+    fw: list[float] = []
+    base: list[float] = []
+    verdicts = []
+    with SandboxPool(backend, ADMISSION_SPEC, max_size=2) as pool:
+        for task in tasks:
+            with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
+                prepare(task, sb)
+                assert apply_reference(task, sb).exit_code == 0
+                target = task.spec.hidden_tests.target
+                for _ in range(2):
+                    t = time.perf_counter()
+                    j = judge(JudgeContext(task=task, sandbox=sb, events=Trajectory(task).events))
+                    fw.append(time.perf_counter() - t)
+                    verdicts.append(j.verdict)
+                    t = time.perf_counter()
+                    sb.exec(["rm", "-rf", target])
+                    for rel, data in task.hidden_files().items():
+                        sb.write_file(f"{target}/{rel}", data)
+                    r = sb.exec(
+                        ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", target], timeout=120
+                    )
+                    base.append(time.perf_counter() - t)
+                    assert r.exit_code == 0, r.stdout[-500:]
+
+        def composite(task: Any) -> str:
+            with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
+                prepare(task, sb)
+                apply_reference(task, sb)
+                return build_judge(task.spec.judge)(JudgeContext(task=task, sandbox=sb)).verdict
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(2) as ex:
+            comp = list(ex.map(composite, tasks))
+        comp_s = time.perf_counter() - t0
+    backend.close()
+    return {
+        "tasks": len(tasks),
+        "framework_p50_s": statistics.median(fw),
+        "baseline_p50_s": statistics.median(base),
+        "framework_per_s": len(fw) / sum(fw),
+        "baseline_per_s": len(base) / sum(base),
+        "overhead_ratio": statistics.median(fw) / statistics.median(base),
+        "all_pass": all(v == "pass" for v in verdicts),
+        "composite_per_s_2_workers": len(tasks) / comp_s,
+        "composite_all_pass": all(v == "pass" for v in comp),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="tests-judge throughput vs bare pytest in the same sandbox")
+    ap.add_argument("--backends", default="local,docker")
+    ap.add_argument("--tasks", type=int, default=32)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    tasks = [load_task(d) for d in find_task_dirs([TASKS / "pyfix"])][: args.tasks]
+    results = {"cpus": os.cpu_count(), "backends": {}}
+    for name in args.backends.split(","):
+        console.print(f"[bold]{name}[/bold]: {len(tasks)} pyfix tasks ...")
+        results["backends"][name] = bench_backend(name, tasks)  # type: ignore[index]
+    table = Table(title="tests judge vs bare pytest (same sandbox, reference solutions)")
+    for col in (
+        "backend",
+        "judge p50 s",
+        "bare p50 s",
+        "overhead",
+        "judgements/s",
+        "bare runs/s",
+        "composite/s (2 w)",
+    ):
+        table.add_column(col, justify="right")
+    for name, r in results["backends"].items():  # type: ignore[attr-defined]
+        table.add_row(
+            name,
+            f"{r['framework_p50_s']:.3f}",
+            f"{r['baseline_p50_s']:.3f}",
+            f"{r['overhead_ratio']:.2f}x",
+            f"{r['framework_per_s']:.2f}",
+            f"{r['baseline_per_s']:.2f}",
+            f"{r['composite_per_s_2_workers']:.2f}",
+        )
+    console.print(table)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""Errors of the judges package (judges, task specs, admission)."""
+
+from __future__ import annotations
+
+from schemas.errors import TrajlakeError
+
+
+class JudgeError(TrajlakeError):
+    """Root of every error raised by ``judges``."""
+
+
+class JudgeConfigError(JudgeError, ValueError):
+    """A judge was asked for with an unknown name or an invalid configuration."""
+
+
+class TaskSpecError(JudgeError, ValueError):
+    """A task spec is missing, malformed, or refers to files that are not there.
+
+    Attributes:
+        path: the task's directory or spec file.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class GoldenSetError(JudgeError):
+    """A golden case is malformed or refers to an unknown task."""

@@ -1,0 +1,159 @@
+"""The ``Judge`` base class, the registry, and versions derived from code and configuration.
+
+A judge is registered by name; ``build_judge({"name": ..., "config": ...})``
+rebuilds exactly the judge a ``reward`` event names, because the event carries
+that spec. A judge's version is never written by hand: it is a hash of the
+source of the modules that define its behaviour and of its validated
+configuration, so changing either makes a new version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import sys
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
+
+from judges.errors import JudgeConfigError
+from judges.judgement import Flag, Judgement, Verdict
+from sandboxes.errors import SandboxError
+
+if TYPE_CHECKING:
+    from judges.context import JudgeContext
+
+
+class JudgeConfig(BaseModel):
+    """Base of every judge's configuration model (unknown keys are an error)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass
+class Outcome:
+    """What a judge's own logic decides; the base class adds name, version and spec."""
+
+    score: float
+    verdict: Verdict
+    components: dict[str, float] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    flags: list[Flag] = field(default_factory=list)
+    detail: str | None = None
+
+
+class Judge(ABC):
+    """A function of (trajectory, final sandbox state) to a :class:`Judgement`."""
+
+    name: ClassVar[str]
+    """Registered name."""
+    Config: ClassVar[type[JudgeConfig]] = JudgeConfig
+    """Validates the configuration."""
+    code_modules: ClassVar[tuple[str, ...]] = ()
+    """Modules besides the judge's own whose code decides its behaviour."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        try:
+            self.config = self.Config.model_validate(dict(config or {}))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise JudgeConfigError(f"invalid configuration of judge {self.name!r}: {problems}") from None
+
+    def spec(self) -> dict[str, JsonValue]:
+        """Name and configuration: what ``build_judge`` needs to rebuild this judge."""
+        return {"name": self.name, "config": self.config.model_dump(mode="json")}
+
+    def version_inputs(self) -> dict[str, Any]:
+        """What the version hashes: module sources and configuration (extended by composites)."""
+        modules = [type(self).__module__, __name__, "judges.judgement", *self.code_modules]
+        code = {}
+        for mod in dict.fromkeys(modules):
+            source = inspect.getsource(sys.modules[mod]) if mod in sys.modules else ""
+            code[mod] = hashlib.sha256(source.encode()).hexdigest()
+        return {"name": self.name, "code": code, "config": self.config.model_dump(mode="json")}
+
+    @cached_property
+    def version(self) -> str:
+        """Content hash of the judge's code and configuration (16 hex digits)."""
+        text = json.dumps(self.version_inputs(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def __call__(self, ctx: JudgeContext) -> Judgement:
+        """Judge one trajectory and its final state.
+
+        A sandbox that breaks while judging, or a bug in the judge, gives verdict
+        ``error`` (the judge could not run), never ``fail``.
+        """
+        try:
+            out = self._judge(ctx)
+        except SandboxError as exc:
+            out = Outcome(0.0, "error", detail=f"sandbox failed while judging: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a judge bug is an error verdict, not a crash
+            tb = traceback.format_exception(exc)[-3:]
+            out = Outcome(
+                0.0,
+                "error",
+                evidence={"traceback": "".join(tb)[-2000:]},
+                detail=f"judge raised {type(exc).__name__}: {exc}",
+            )
+        return Judgement(
+            judge_name=self.name,
+            judge_version=self.version,
+            judge_spec=self.spec(),
+            score=round(float(out.score), 6),
+            verdict=out.verdict,
+            components={k: round(float(v), 6) for k, v in out.components.items()},
+            evidence=out.evidence,
+            flags=out.flags,
+            detail=out.detail,
+        )
+
+    @abstractmethod
+    def _judge(self, ctx: JudgeContext) -> Outcome:
+        """The judge's own logic."""
+
+
+J = TypeVar("J", bound=type[Judge])
+_REGISTRY: dict[str, type[Judge]] = {}
+
+
+def register_judge(cls: J) -> J:
+    """Class decorator: make a judge buildable by its ``name``."""
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and existing is not cls:
+        raise JudgeConfigError(f"judge {cls.name!r} is registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    import judges.builtin  # noqa: F401 - registers the built-in judges
+
+
+def judge_names() -> list[str]:
+    """Every registered judge name."""
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def build_judge(spec: Mapping[str, Any] | Any) -> Judge:
+    """The judge a spec describes: ``{"name": ..., "config": {...}}`` (or a ``JudgeSpec``).
+
+    Raises:
+        JudgeConfigError: unknown name or invalid configuration.
+    """
+    _load_builtin()
+    if hasattr(spec, "model_dump"):
+        spec = spec.model_dump()
+    if not isinstance(spec, Mapping) or "name" not in spec:
+        raise JudgeConfigError(f"a judge spec needs a name: {spec!r}")
+    cls = _REGISTRY.get(str(spec["name"]))
+    if cls is None:
+        raise JudgeConfigError(f"unknown judge {spec['name']!r}; known: {', '.join(sorted(_REGISTRY))}")
+    return cls(spec.get("config") or {})

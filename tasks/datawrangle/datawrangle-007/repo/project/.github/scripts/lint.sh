@@ -1,0 +1,3 @@
+#!/bin/sh
+# TODO: hidden directory, ignore
+exit 0

@@ -1,0 +1,2 @@
+"""Inventory service package."""
+__version__ = "0.4.2"

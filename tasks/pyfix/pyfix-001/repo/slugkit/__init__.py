@@ -1,0 +1,5 @@
+"""slugkit - small slug helpers."""
+
+from .slug import slugify, unique_slug
+
+__all__ = ["slugify", "unique_slug"]

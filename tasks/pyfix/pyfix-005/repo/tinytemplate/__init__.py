@@ -1,0 +1,5 @@
+"""tinytemplate - a minimal template engine."""
+
+from .engine import SafeString, Template, TemplateError, render
+
+__all__ = ["SafeString", "Template", "TemplateError", "render"]

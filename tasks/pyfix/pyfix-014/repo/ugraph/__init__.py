@@ -1,0 +1,5 @@
+"""Undirected graph."""
+
+from .graph import Edge, Graph
+
+__all__ = ["Edge", "Graph"]

@@ -1,0 +1,5 @@
+"""Least-recently-used caching."""
+
+from .cache import LRUCache, memoize
+
+__all__ = ["LRUCache", "memoize"]

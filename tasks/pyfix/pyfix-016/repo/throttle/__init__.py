@@ -1,0 +1,5 @@
+"""Token-bucket rate limiting."""
+
+from .bucket import KeyedLimiter, TokenBucket
+
+__all__ = ["KeyedLimiter", "TokenBucket"]

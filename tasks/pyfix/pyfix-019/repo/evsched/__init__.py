@@ -1,0 +1,5 @@
+"""Discrete-event scheduling."""
+
+from .scheduler import Scheduler
+
+__all__ = ["Scheduler"]

@@ -1,0 +1,5 @@
+"""Counting trie."""
+
+from .trie import Trie
+
+__all__ = ["Trie"]

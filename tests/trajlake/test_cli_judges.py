@@ -1,0 +1,69 @@
+"""`trajlake judges verify` and `trajlake tasks admit`, run as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from sandboxes import SandboxBackend, SandboxConfig
+
+TRAJLAKE = str(Path(sys.executable).with_name("trajlake"))
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(cfg: SandboxConfig, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "TRAJLAKE_HOME": str(home),
+        "TRAJLAKE_SANDBOX_RUNTIME_DIR": str(cfg.runtime_dir),
+        "TRAJLAKE_IMAGE_STORE": str(cfg.image_store),
+        "COLUMNS": "220",
+    }
+    return subprocess.run([TRAJLAKE, *args], env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
+
+
+def test_verify_passes_on_main_and_fails_when_behaviour_changes(
+    local_backend: SandboxBackend, base_image: str, sandbox_config: SandboxConfig, tmp_path: Path
+) -> None:
+    golden = REPO / "judges" / "golden" / "static.yaml"
+    p = run(sandbox_config, tmp_path, "judges", "verify", str(golden), "--json", str(tmp_path / "r.json"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "golden cases unchanged" in p.stdout
+    assert all(c["ok"] for c in json.loads((tmp_path / "r.json").read_text())["cases"])
+    # the same trajectories against a judge that now behaves differently (only changed files)
+    changed = tmp_path / "static.yaml"
+    changed.write_text(
+        golden.read_text().replace(
+            "judge: {name: static}", "judge: {name: static, config: {changed_only: true}}", 1
+        )
+    )
+    p = run(sandbox_config, tmp_path, "judges", "verify", str(changed))
+    assert p.returncode == 1
+    assert "changed static/syntax-error-in-one-of-three-files: score 0.6667 -> 0.0000" in p.stderr
+
+
+def test_admit_the_shipped_tasks_and_reject_a_broken_copy(
+    local_backend: SandboxBackend, base_image: str, sandbox_config: SandboxConfig, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    p = run(sandbox_config, home, "tasks", "admit", "tasks/", "--runs", "2")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    rows = DeltaTable(str(home / "lake" / "tasks")).to_pyarrow_table().to_pylist()
+    assert len(rows) >= 40 and all(r["admitted"] and r["state_digest"] for r in rows)
+    assert {r["family"] for r in rows} == {"pyfix", "datawrangle"}
+    # a copy whose reference solution leaves the state untouched is rejected
+    broken = tmp_path / "broken" / "pyfix"
+    shutil.copytree(REPO / "tasks" / "pyfix" / "pyfix-002", broken / "pyfix-002")
+    shutil.copy(REPO / "tasks" / "pyfix" / "family.yaml", broken / "family.yaml")
+    (broken / "pyfix-002" / "solution.patch").write_text("")
+    p = run(sandbox_config, home, "tasks", "admit", str(broken))
+    assert p.returncode == 1
+    assert "passes_reference" in p.stdout
+    rows = {r["task_id"]: r for r in DeltaTable(str(home / "lake" / "tasks")).to_pyarrow_table().to_pylist()}
+    assert rows["pyfix-002"]["admitted"] is False and rows["pyfix-002"]["reasons"]
