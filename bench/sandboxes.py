@@ -13,9 +13,11 @@ One run, per backend:
 - ``snapshot`` / ``restore`` of a workspace of 200 files (4 MiB);
 - throughput: execs/s with N sandboxes used concurrently by N threads.
 
+Both backends run on the recorded base image (the same root filesystem).
 Baselines in the same run: the same command by a raw ``bwrap`` with the same
-namespaces (no cgroups, no overlay, no accounting) and by raw ``docker run --rm``
-and ``docker exec`` through the engine's API. Ratios are ours / baseline.
+namespaces on that root filesystem (no cgroups, no overlay, no accounting) and
+by raw ``docker run --rm`` and ``docker exec`` through the engine's API. Ratios
+are ours / baseline.
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ from rich.console import Console
 from rich.table import Table
 
 from sandboxes import SandboxPool, SandboxSpec, get_backend
-from sandboxes.local import _host_system_binds
 
 CMD = ["python3", "-c", "pass"]
+IMAGE = "trajlake-base"
 SPEC = SandboxSpec(memory_mb=512, pids=128, disk_mb=128, exec_timeout_s=60)
 console = Console()
 
@@ -74,17 +76,23 @@ def make_template(root: Path) -> Path:
 
 
 def raw_bwrap() -> list[str]:
+    """The same namespaces on the same root filesystem, and nothing else (no cgroups, overlay, accounting)."""
+    from sandboxes import ImageStore
+    from sandboxes.registry import SandboxConfig
+
+    store = ImageStore(SandboxConfig().image_store)
+    rootfs = store.rootfs(store.get(IMAGE))
     return [
         "bwrap", "--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--unshare-net",
         "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-        *_host_system_binds(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", *CMD,
+        "--ro-bind", str(rootfs), "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", *CMD,
     ]  # fmt: skip
 
 
 def bench_backend(name: str, rounds: int, threads: list[int], template: Path) -> dict[str, Any]:
     backend = get_backend(name)
     backend.ensure_available()
-    image = None if name == "local" else "trajlake-base"
+    image = IMAGE  # both backends on the same root filesystem
     res: dict[str, Any] = {}
     spec = SPEC.with_(image=image)
     cold_rounds = max(10, rounds // 4)

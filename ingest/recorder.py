@@ -37,7 +37,7 @@ from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
 from ingest.shipper import ShippedDelivery
 from ingest.sink import EventSink
 from ingest.spool import FsyncPolicy, Spool
-from schemas.codec import translate_validation_error
+from schemas.codec import parse_event, translate_validation_error
 from schemas.errors import InfraError, SchemaError
 from schemas.events import (
     EVENT_TYPES,
@@ -51,6 +51,7 @@ from schemas.events import (
     EpisodeStarted,
     EpisodeStartedPayload,
     EpisodeStatus,
+    Event,
     EventBase,
     ModelCall,
     ModelCallPayload,
@@ -185,10 +186,13 @@ class EpisodeRecorder:
         limits: EpisodeLimits | Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
         ts: dt.datetime | None = None,
+        keep_events: bool = False,
     ) -> Episode:
         """Start an episode: records ``episode_started`` and returns the episode.
 
         Use it as a context manager so that it always ends with ``episode_ended``.
+        With ``keep_events`` the episode also keeps its events (parsed back from
+        the bytes sent) in ``episode.events``, for a judge at the end.
 
         Raises:
             SchemaError: an argument violates the ``episode_started`` schema.
@@ -202,6 +206,8 @@ class EpisodeRecorder:
                 [("episode_id", "must be 1-512 characters")],
             )
         ep = Episode(self, eid)
+        if keep_events:
+            ep.events = []
         ep._emit(
             EpisodeStarted,
             lambda: EpisodeStartedPayload(
@@ -299,6 +305,8 @@ class Episode:
         self._partition_known = False
         self._call_counter = 0
         self._lock = threading.Lock()
+        self.events: list[Event] | None = None
+        """The episode's events as recorded, when the episode keeps them (``keep_events``)."""
 
     # ------------------------------------------------------------- events
 
@@ -585,6 +593,9 @@ class Episode:
                 self._partition_known = self._partition is not None
             self.recorder.delivery.submit(self.recorder.topic, self._key, value, partition=self._partition)
             self.seq += 1
+            if self.events is not None:
+                # parsed back from the very bytes sent: what a judge sees is what the log holds
+                self.events.append(parse_event(value))
             return event_id
 
 

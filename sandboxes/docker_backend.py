@@ -2,8 +2,8 @@
 
 The container runs ``sleep infinity`` under ``docker-init`` with no network, a
 read-only root, every capability dropped, ``no-new-privileges``, the agent's
-uid, and memory (no swap), pids and cpu limits. The workspace is a host
-directory on a size-bounded tmpfs bind-mounted at ``/workspace``; snapshots are
+uid, and memory (no swap), pids and cpu limits. The workspace (and ``/tmp``)
+is a host directory on a size-bounded tmpfs bind-mounted into the container; snapshots are
 archives of that directory kept on the host, so snapshot, restore and reset
 never go through the engine. Images are run by their recorded id (see
 :mod:`sandboxes.images`), never by a tag.
@@ -154,9 +154,11 @@ class DockerSandbox(Sandbox):
         self._image = image
         self.dir = Path(config.runtime_dir) / sandbox_id
         self._ws = self.dir / "ws"
+        self._tmp = self.dir / "tmp"
         self._snaps = self.dir / "snaps"
         self._snapshots: dict[str, Path] = {}
         self._mounted = False
+        self._tmp_mounted = False
         self._container: Any = None
         self._cgroup: CgroupSet | None = None
         self._keep: frozenset[int] = frozenset()
@@ -191,6 +193,13 @@ class DockerSandbox(Sandbox):
         except OSError as exc:
             raise SandboxUnavailableError(f"cannot mount the workspace tmpfs: {exc}") from exc
         self._mounted = True
+        # /tmp is a host tmpfs too, so reset can empty it without a round trip through the engine
+        self._tmp.mkdir()
+        try:
+            mount("tmpfs", self._tmp, "tmpfs", f"size={self.spec.tmp_mb}m,mode=1777")
+        except OSError as exc:
+            raise SandboxUnavailableError(f"cannot mount the sandbox's /tmp: {exc}") from exc
+        self._tmp_mounted = True
         self._load_template()
         fsize = (self.spec.file_size_mb or self.spec.disk_mb) << 20
         ulimits = [
@@ -218,8 +227,10 @@ class DockerSandbox(Sandbox):
                 mem_limit=memory,
                 memswap_limit=memory,
                 nano_cpus=int(self.spec.cpus * 1e9),
-                tmpfs={"/tmp": f"size={self.spec.tmp_mb}m,mode=1777"},
-                volumes={str(self._ws): {"bind": WORKSPACE, "mode": "rw"}},
+                volumes={
+                    str(self._ws): {"bind": WORKSPACE, "mode": "rw"},
+                    str(self._tmp): {"bind": "/tmp", "mode": "rw"},
+                },
                 working_dir=WORKSPACE,
                 ulimits=ulimits,
                 labels={_LABEL: self.id},
@@ -270,6 +281,12 @@ class DockerSandbox(Sandbox):
             except OSError:
                 pass
             self._mounted = False
+        if self._tmp_mounted:
+            try:
+                umount(self._tmp)
+            except OSError:
+                pass
+            self._tmp_mounted = False
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def _close(self) -> None:
@@ -426,9 +443,7 @@ class DockerSandbox(Sandbox):
     def _reset(self, workspace: Path | None) -> None:
         self._check_alive()
         self._quiesce()
-        r = self._exec(["find", "/tmp", "-mindepth", "1", "-delete"], timeout=60, env={}, stdin=None, cwd="/")
-        if r.exit_code != 0:
-            raise SandboxError(f"sandbox {self.id}: cannot clear /tmp: {r.stderr[-300:]}")
+        clear_dir(self._tmp)
         clear_dir(self._snaps)
         self._snapshots.clear()
         self._load_template()

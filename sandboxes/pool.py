@@ -99,6 +99,8 @@ class SandboxPool:
             spec's image).
         health_timeout: seconds a health probe may take before the sandbox counts as hung.
         health_interval: seconds between health probes of idle sandboxes.
+        probe_every: a released sandbox is reset and checked for liveness every time, and
+            probed with a command every this many releases (and whenever idle too long).
         listener: receives lifecycle steps that happen outside any lease.
     """
 
@@ -111,6 +113,7 @@ class SandboxPool:
         warm: int | Mapping[str | None, int] = 0,
         health_timeout: float = 10.0,
         health_interval: float = 30.0,
+        probe_every: int = 8,
         listener: LifecycleListener | None = None,
     ) -> None:
         if max_size < 1:
@@ -123,6 +126,8 @@ class SandboxPool:
             raise ValueError(f"warm sandboxes {sum(self.warm.values())} exceed max_size {max_size}")
         self.health_timeout = health_timeout
         self.health_interval = health_interval
+        self.probe_every = max(1, probe_every)
+        self._releases = 0
         self.listener = listener
         self._cond = threading.Condition()
         self._idle: dict[str | None, deque[tuple[Sandbox, float]]] = {}
@@ -460,9 +465,15 @@ class SandboxPool:
                     self._counts["crashed"] += 1
             self._destroy(sandbox)
         else:
+            with self._cond:
+                self._releases += 1
+                probe = self._releases % self.probe_every == 0
             try:
                 sandbox.reset()
-                problem = self._healthy(sandbox)
+                if probe:
+                    problem = self._healthy(sandbox)
+                else:
+                    problem = None if sandbox.is_alive() else "found dead after reset"
             except SandboxError as exc:
                 problem = f"reset failed: {type(exc).__name__}: {exc}"
             if problem is None:

@@ -208,7 +208,9 @@ def test_idle_sandbox_killed_from_outside_is_not_handed_out(docker_backend: Sand
 
 def test_hung_sandbox_fails_its_health_check_and_is_replaced(docker_backend: SandboxBackend) -> None:
     events: list[SandboxPayload] = []
-    with SandboxPool(docker_backend, SMALL, max_size=1, health_timeout=2, listener=events.append) as pool:
+    with SandboxPool(
+        docker_backend, SMALL, max_size=1, health_timeout=2, probe_every=1, listener=events.append
+    ) as pool:
         sb = pool.acquire()
         hung_id = sb.id
         subprocess.run(["docker", "pause", sb.container_id], check=True, capture_output=True)  # type: ignore[attr-defined]
@@ -219,3 +221,23 @@ def test_hung_sandbox_fails_its_health_check_and_is_replaced(docker_backend: San
         assert pool.metrics().crashed == 1
     crashed = [e for e in events if e.action == "crashed"]
     assert crashed and crashed[0].sandbox_id == hung_id
+
+
+def test_idle_sandbox_that_hangs_is_found_by_the_periodic_probe(docker_backend: SandboxBackend) -> None:
+    with SandboxPool(
+        docker_backend, SMALL, max_size=1, warm=1, health_timeout=2, health_interval=0.5
+    ) as pool:
+        assert pool.wait_warm(60)
+        sb = pool.acquire()
+        hung_id = sb.id
+        pool.release(sb)
+        deadline = time.monotonic() + 30
+        while pool.metrics().idle < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        subprocess.run(["docker", "pause", sb.container_id], check=True, capture_output=True)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 60
+        while pool.metrics().crashed < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pool.metrics().crashed == 1
+        with pool.lease(timeout=60) as fresh:
+            assert fresh.id != hung_id and fresh.exec("echo ok").stdout == "ok\n"

@@ -1,0 +1,130 @@
+"""Hugging Face causal language models, loaded from a local path, as policies (:class:`HFPolicyModel`).
+
+Nothing is ever downloaded: :func:`load_causal_lm` reads a directory written by ``save_pretrained``.
+:class:`HFPolicyModel` wraps such a model so that :func:`learners.torch_model.sequence_logprobs` and
+:func:`learners.torch_model.generate` work with it exactly as with :class:`learners.torch_model.TinyLM`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import transformers
+from packaging.version import Version
+from torch import nn
+
+from schemas.errors import TrajlakeError
+
+_DTYPE_KWARG = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
+
+
+class ModelLoadError(TrajlakeError, OSError):
+    """A local path holds no loadable Hugging Face causal language model."""
+
+
+def load_causal_lm(
+    path: str | Path, *, device: torch.device | None = None, dtype: torch.dtype | None = None
+) -> nn.Module:
+    """Loads a causal LM saved with ``save_pretrained`` from a local directory (never from the hub).
+
+    Args:
+        path: the directory holding ``config.json`` and the weights.
+        device: where to put the model (stays on cpu when None).
+        dtype: the parameters' dtype (the checkpoint's / the library's default when None).
+
+    Returns:
+        The model, in eval mode.
+
+    Raises:
+        ModelLoadError: if the path is not a directory with a ``config.json``, or loading fails.
+    """
+    from transformers import AutoModelForCausalLM
+
+    path = Path(path)
+    if not path.is_dir():
+        raise ModelLoadError(f"no model directory at {path}")
+    if not (path / "config.json").is_file():
+        raise ModelLoadError(f"{path} has no config.json: not a saved Hugging Face model")
+    kwargs: dict[str, object] = {"local_files_only": True}
+    if dtype is not None:
+        kwargs[_DTYPE_KWARG] = dtype
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"could not load a causal LM from {path}: {exc}") from exc
+    if device is not None:
+        model = model.to(device)
+    model.eval()
+    return model
+
+
+def _max_positions(model: nn.Module) -> int:
+    config = getattr(model, "config", None)
+    for name in ("max_position_embeddings", "n_positions", "n_ctx"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    raise ValueError(f"{type(model).__name__}.config gives no max_position_embeddings / n_positions")
+
+
+def _disable_dropout(model: nn.Module) -> None:
+    for module in model.modules():
+        if isinstance(module, nn.modules.dropout._DropoutNd):
+            module.p = 0.0
+        # attention implementations that read a float rate instead of a Dropout module
+        if isinstance(getattr(module, "attention_dropout", None), float):
+            module.attention_dropout = 0.0
+
+
+class HFPolicyModel(nn.Module):
+    """Adapts a Hugging Face causal LM to the policy interface of :class:`learners.torch_model.TinyLM`.
+
+    ``forward`` maps ids ``[B, T]`` to float32 logits ``[B, T, V]``. No attention mask is passed:
+    sequences are right-padded and attention is causal, so padding never influences a real position,
+    and id 0 (trajlake's PAD) is an ordinary token in many Hugging Face vocabularies.
+
+    Dropout is switched off by default (like :class:`learners.torch_model.TinyLM`, which has none):
+    otherwise the log-probabilities of a training-mode forward would be noisy, and the importance ratio
+    of the policy loss would not be 1 for on-policy samples. The adapter starts in the wrapped
+    model's train/eval mode.
+
+    Attributes:
+        model: the wrapped model (its parameters appear under ``model.`` in ``state_dict()``).
+        max_len: the longest sequence it accepts, from ``config.max_position_embeddings`` / ``n_positions``.
+    """
+
+    def __init__(self, model: nn.Module, *, disable_dropout: bool = True) -> None:
+        """Wraps ``model``.
+
+        Args:
+            model: a Hugging Face causal LM (e.g. from :func:`load_causal_lm`).
+            disable_dropout: set every dropout probability in ``model`` to 0 (in place).
+
+        Raises:
+            ValueError: if the model's config gives no maximum number of positions.
+        """
+        super().__init__()
+        self.model = model
+        self.max_len: int = _max_positions(model)
+        if disable_dropout:
+            _disable_dropout(model)
+        self.train(model.training)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """Computes next-token logits.
+
+        Args:
+            ids: ``[B, T]`` long token ids, ``T <= max_len``.
+
+        Returns:
+            ``[B, T, V]`` float32 logits.
+
+        Raises:
+            ValueError: if ``T > max_len``.
+        """
+        if ids.shape[-1] > self.max_len:
+            raise ValueError(f"sequence length {ids.shape[-1]} exceeds max_len {self.max_len}")
+        out = self.model(input_ids=ids, use_cache=False)
+        logits = out.logits if hasattr(out, "logits") else out[0]
+        return logits.float()

@@ -1,0 +1,38 @@
+"""Rollout workers: tasks -> sandboxes -> policy steps through tools -> judges -> events."""
+
+from rollouts.actions import TOOLS, ToolAction, parse_action
+from rollouts.errors import PolicySpecError, PolicyUnavailableError, RolloutError
+from rollouts.policies import (
+    Generation,
+    GeneratorPolicy,
+    ModelCall,
+    OpenAIChatPolicy,
+    Policy,
+    PolicyStep,
+    ScriptedPolicy,
+)
+from rollouts.runner import RolloutConfig, run_rollouts
+from rollouts.sampler import Assignment, TaskPool
+from rollouts.worker import EpisodeOutcome, run_episode
+
+__all__ = [
+    "TOOLS",
+    "Assignment",
+    "EpisodeOutcome",
+    "Generation",
+    "GeneratorPolicy",
+    "ModelCall",
+    "OpenAIChatPolicy",
+    "Policy",
+    "PolicySpecError",
+    "PolicyStep",
+    "PolicyUnavailableError",
+    "RolloutConfig",
+    "RolloutError",
+    "ScriptedPolicy",
+    "TaskPool",
+    "ToolAction",
+    "parse_action",
+    "run_episode",
+    "run_rollouts",
+]

@@ -1,0 +1,145 @@
+"""Several rollout workers in parallel processes, each with its own producer and sandboxes.
+
+Workers never talk to the learner: they build their policy from a spec (the
+learner's checkpoints are files named in the ``checkpoints`` table), and what
+they do reaches the learner only through the log and the tables.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rollouts.sampler import Assignment
+from rollouts.worker import EpisodeOutcome
+from sandboxes.interface import SandboxSpec
+from sandboxes.registry import SandboxConfig
+
+ROLLOUT_SPEC = SandboxSpec(memory_mb=1024, pids=256, disk_mb=256, tmp_mb=128, exec_timeout_s=120)
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """What every worker process needs to start."""
+
+    bootstrap: str
+    home: str
+    topic: str
+    policy_factory: str
+    """``module:function`` that turns ``policy_spec`` into a policy inside the worker."""
+    policy_spec: str
+    sandbox_backend: str = "local"
+    sandbox_config: SandboxConfig = field(default_factory=SandboxConfig)
+    workers: int = 2
+    sandboxes_per_worker: int = 1
+    metadata: dict[str, Any] = field(default_factory=dict)
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+
+def _resolve(path: str) -> Callable[..., Any]:
+    module, _, name = path.partition(":")
+    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return fn
+
+
+def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], out: Any) -> None:
+    # one CPU thread per worker process: the workers are the parallelism
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from ingest.recorder import EpisodeRecorder
+    from judges.tasks import load_task
+    from rollouts.worker import run_episode
+    from sandboxes.pool import SandboxPool
+    from sandboxes.registry import get_backend
+
+    policy = _resolve(cfg.policy_factory)(cfg.policy_spec)
+    backend = get_backend(cfg.sandbox_backend, cfg.sandbox_config)
+    tasks: dict[str, Any] = {}
+    rec = EpisodeRecorder.open(
+        bootstrap=cfg.bootstrap,
+        home=Path(cfg.home),
+        worker_id=f"rollout-{cfg.run_id}-{idx}",
+        topic=cfg.topic,
+        delivery="inline",
+    )
+    try:
+        with SandboxPool(backend, ROLLOUT_SPEC, max_size=cfg.sandboxes_per_worker) as pool:
+            for a in assignments:
+                task = tasks.get(a.task_dir) or tasks.setdefault(a.task_dir, load_task(a.task_dir))
+                outcome = run_episode(
+                    task, policy, pool, rec, group_id=a.group_id, attempt=a.attempt, metadata=cfg.metadata
+                )
+                out.put(("episode", outcome))
+        rec.flush(timeout=120)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
+        out.put(("error", f"worker {idx}: {type(exc).__name__}: {exc}"))
+    finally:
+        rec.close()
+        policy.close()
+        backend.close()
+        out.put(("done", idx))
+
+
+def run_rollouts(
+    cfg: RolloutConfig,
+    assignments: list[Assignment],
+    *,
+    on_outcome: Callable[[EpisodeOutcome], None] | None = None,
+    timeout_s: float = 3600.0,
+) -> list[EpisodeOutcome]:
+    """Run the assignments over ``cfg.workers`` processes; return every outcome.
+
+    Raises:
+        RuntimeError: a worker process failed outside any episode (e.g. its policy did not load).
+    """
+    if not assignments:
+        return []
+    n = max(1, min(cfg.workers, len(assignments)))
+    shares: list[list[Assignment]] = [[] for _ in range(n)]
+    for i, a in enumerate(assignments):
+        shares[i % n].append(a)
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=_worker_main, args=(i, cfg, share, out), daemon=True)
+        for i, share in enumerate(shares)
+    ]
+    for p in procs:
+        p.start()
+    outcomes: list[EpisodeOutcome] = []
+    errors: list[str] = []
+    done = 0
+    deadline = time.monotonic() + timeout_s
+    while done < n:
+        try:
+            kind, value = out.get(timeout=1.0)
+        except queue_mod.Empty:
+            if time.monotonic() > deadline:
+                errors.append("rollouts timed out")
+                break
+            if all(not p.is_alive() for p in procs) and out.empty():
+                errors.append("workers exited without reporting")
+                break
+            continue
+        if kind == "episode":
+            outcomes.append(value)
+            if on_outcome:
+                on_outcome(value)
+        elif kind == "error":
+            errors.append(value)
+        else:
+            done += 1
+    for p in procs:
+        p.join(timeout=30)
+        if p.is_alive():
+            p.kill()
+    if errors:
+        raise RuntimeError("; ".join(errors))
+    return outcomes

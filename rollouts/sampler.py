@@ -1,0 +1,77 @@
+"""The task pool: admitted tasks, sampled by family, tier and priority into groups of G attempts."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from judges.tasks import Task, find_task_dirs, load_task
+
+TIER_PRIORITY = {"easy": 1.0, "medium": 1.0, "hard": 1.0}
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One episode to run: a task, its group and the attempt number within the group."""
+
+    task_dir: str
+    group_id: str
+    attempt: int
+
+
+class TaskPool:
+    """Tasks found under some paths, restricted to the admitted ones when an admission list is given.
+
+    Args:
+        paths: task directories or directories holding tasks.
+        admitted: ids admitted (e.g. read from the ``tasks`` table); ``None`` admits every valid task.
+        families: keep only these families.
+        tiers: keep only these tiers.
+        priority: sampling weight per tier.
+    """
+
+    def __init__(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        admitted: set[str] | None = None,
+        families: Sequence[str] | None = None,
+        tiers: Sequence[str] | None = None,
+        ids: Sequence[str] | None = None,
+        priority: dict[str, float] | None = None,
+    ) -> None:
+        tasks = [load_task(d) for d in find_task_dirs(paths)]
+        self.tasks: list[Task] = [
+            t
+            for t in tasks
+            if (admitted is None or t.id in admitted)
+            and (not families or t.spec.family in families)
+            and (not tiers or t.spec.tier in tiers)
+            and (not ids or t.id in ids)
+        ]
+        self.priority = {**TIER_PRIORITY, **(priority or {})}
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    def by_id(self) -> dict[str, Task]:
+        """The tasks, by id."""
+        return {t.id: t for t in self.tasks}
+
+    def sample(self, n_tasks: int, group_size: int, *, rng: random.Random, tag: str = "") -> list[Assignment]:
+        """``n_tasks`` distinct tasks (weighted by tier priority), ``group_size`` attempts each."""
+        if not self.tasks:
+            return []
+        pool = list(self.tasks)
+        chosen: list[Task] = []
+        while pool and len(chosen) < n_tasks:
+            weights = [self.priority.get(t.spec.tier, 1.0) for t in pool]
+            pick = rng.choices(range(len(pool)), weights=weights)[0]
+            chosen.append(pool.pop(pick))
+        out = []
+        for t in chosen:
+            group = f"{tag}{t.id}:{rng.getrandbits(48):012x}"
+            out += [Assignment(str(t.root), group, a) for a in range(group_size)]
+        return out

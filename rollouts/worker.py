@@ -1,0 +1,175 @@
+"""The rollout worker loop: task -> sandbox -> policy steps through tools -> judge -> events.
+
+Every step is recorded through the ``EpisodeRecorder``: the model calls, the
+tool calls and their results, the sandbox's lifecycle, the reward and the end.
+Step and time limits end an episode as ``truncated`` (it is still judged);
+a sandbox that breaks or a recorder that cannot record ends it as
+``infra_error``, never as a failure to learn from.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ingest.recorder import Episode, EpisodeRecorder
+from judges.context import JudgeContext
+from judges.registry import build_judge
+from judges.replay import prepare
+from judges.tasks import Task
+from rollouts.actions import TOOLS, ToolAction
+from rollouts.policies import Policy
+from sandboxes.errors import SandboxError, SandboxPathError
+from sandboxes.interface import Sandbox
+from sandboxes.pool import SandboxPool
+from schemas.errors import InfraError
+from schemas.events import PolicyRef
+
+OBSERVATION_LIMIT = 4000
+"""Characters of a tool's output the policy sees (the event keeps the full text)."""
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """How one episode went."""
+
+    episode_id: str
+    task_id: str
+    group_id: str | None
+    status: str
+    verdict: str | None
+    score: float | None
+    steps: int
+    duration_s: float
+    policy_version: str
+    error: str | None = None
+
+
+def _observe(tool: str, exit_code: int | None, out: str, err: str, timed_out: bool) -> str:
+    text = f"[{tool} exit={exit_code}{' timed out' if timed_out else ''}]\n{out}"
+    if err:
+        text += f"\n[stderr]\n{err}"
+    return text[-OBSERVATION_LIMIT:]
+
+
+def _run_tool(ep: Episode, sb: Sandbox, action: ToolAction, timeout: float) -> str:
+    """Execute one tool call in the sandbox, record call and result, return the observation."""
+    call = ep.tool_call(action.tool, action.arguments)
+    args = action.arguments
+    try:
+        if action.tool == "bash":
+            r = sb.exec(str(args.get("command", "")), timeout=max(1.0, timeout))
+            ep.tool_result(call, exit_code=r.exit_code, stdout=r.stdout, stderr=r.stderr,
+                           duration_s=r.duration_s, timed_out=r.timed_out)  # fmt: skip
+            return _observe("bash", r.exit_code, r.stdout, r.stderr, r.timed_out)
+        if action.tool == "write_file":
+            start = time.monotonic()
+            sb.write_file(str(args["path"]), str(args.get("content", "")))
+            ep.tool_result(call, exit_code=0, duration_s=time.monotonic() - start)
+            return f"[write_file] wrote {args['path']}"
+        if action.tool == "read_file":
+            start = time.monotonic()
+            data = sb.read_file(str(args["path"]), max_bytes=1 << 20).decode("utf-8", "replace")
+            ep.tool_result(call, exit_code=0, stdout=data, duration_s=time.monotonic() - start)
+            return _observe("read_file", 0, data, "", False)
+    except (SandboxPathError, FileNotFoundError, KeyError, IsADirectoryError) as exc:
+        # the policy asked for something impossible: data, not an infrastructure problem
+        ep.tool_result(call, exit_code=1, stderr=str(exc), error_kind="invalid_arguments")
+        return f"[{action.tool} error] {exc}"
+    ep.tool_result(call, exit_code=1, stderr=f"unknown tool {action.tool!r}", error_kind="unknown_tool")
+    return f"[error] unknown tool {action.tool!r}; tools: {', '.join(TOOLS)}"
+
+
+def run_episode(
+    task: Task,
+    policy: Policy,
+    pool: SandboxPool,
+    recorder: EpisodeRecorder,
+    *,
+    group_id: str | None = None,
+    attempt: int = 0,
+    metadata: dict[str, Any] | None = None,
+    acquire_timeout: float = 120.0,
+) -> EpisodeOutcome:
+    """Run one episode of ``task`` with ``policy`` and record all of it.
+
+    Never raises for the policy's or the sandbox's sake: the outcome says what happened.
+    """
+    start = time.monotonic()
+    limits = task.spec.limits
+    judge = build_judge(task.spec.judge)
+    steps = 0
+    verdict = score = None
+    status = "aborted"
+    error = None
+    ep = recorder.episode(
+        task=task.ref,
+        policy=PolicyRef(id=policy.policy_id, version=policy.policy_version),
+        group_id=group_id,
+        attempt=attempt,
+        sampling=policy.sampling or None,
+        sandbox_image=task.spec.initial_state.image,
+        limits={"max_steps": limits.max_steps, "time_limit_s": limits.time_limit_s},
+        metadata={"judge": judge.name, "judge_version": judge.version, **(metadata or {})},
+        keep_events=True,
+    )
+    try:
+        with ep, pool.lease(
+            image=task.spec.initial_state.image, workspace=task.initial_dir, timeout=acquire_timeout,
+            listener=ep.sandbox_step,
+        ) as sb:  # fmt: skip
+            prepare(task, sb)
+            policy.begin(task)
+            deadline = start + limits.time_limit_s
+            observation: str | None = None
+            truncated = None
+            while True:
+                if steps >= limits.max_steps:
+                    truncated = f"step limit {limits.max_steps} reached"
+                    break
+                if time.monotonic() >= deadline:
+                    truncated = f"time limit {limits.time_limit_s}s reached"
+                    break
+                step = policy.step(observation)
+                steps += 1
+                if step.model_call is not None:
+                    ep.model_call(**step.model_call.event_fields())
+                if step.action is None:
+                    observation = "[error] no action found in your reply; run a ```bash``` block or submit"
+                    continue
+                if step.action.tool == "submit":
+                    call = ep.tool_call("submit", {})
+                    ep.tool_result(call, exit_code=0)
+                    break
+                observation = _run_tool(ep, sb, step.action, deadline - time.monotonic())
+            judgement = judge(JudgeContext(task=task, sandbox=sb, events=list(ep.events or [])))
+            ep.reward(**judgement.reward_fields())
+            verdict, score = judgement.verdict, judgement.score
+            if truncated:
+                ep.end("truncated", reason=truncated)
+    except InfraError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    except SandboxError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - recorded as aborted; the worker goes on with the next episode
+        error = f"{type(exc).__name__}: {exc}"
+    status = ep.ended or status
+    return EpisodeOutcome(
+        episode_id=ep.episode_id,
+        task_id=task.id,
+        group_id=group_id,
+        status=status,
+        verdict=verdict,
+        score=score,
+        steps=steps,
+        duration_s=time.monotonic() - start,
+        policy_version=policy.policy_version,
+        error=error,
+    )
+
+
+def new_group_id(task: Task) -> str:
+    """A group id for the G attempts at one task (group-relative advantages)."""
+    return f"{task.id}:{uuid.uuid4().hex[:12]}"
