@@ -50,7 +50,7 @@ def load_causal_lm(
     if dtype is not None:
         kwargs[_DTYPE_KWARG] = dtype
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
+        model: nn.Module = AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"could not load a causal LM from {path}: {exc}") from exc
     if device is not None:
@@ -74,7 +74,7 @@ def _disable_dropout(model: nn.Module) -> None:
             module.p = 0.0
         # attention implementations that read a float rate instead of a Dropout module
         if isinstance(getattr(module, "attention_dropout", None), float):
-            module.attention_dropout = 0.0
+            setattr(module, "attention_dropout", 0.0)  # noqa: B010
 
 
 class HFPolicyModel(nn.Module):
@@ -126,5 +126,5 @@ class HFPolicyModel(nn.Module):
         if ids.shape[-1] > self.max_len:
             raise ValueError(f"sequence length {ids.shape[-1]} exceeds max_len {self.max_len}")
         out = self.model(input_ids=ids, use_cache=False)
-        logits = out.logits if hasattr(out, "logits") else out[0]
+        logits: torch.Tensor = out.logits if hasattr(out, "logits") else out[0]
         return logits.float()

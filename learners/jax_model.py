@@ -4,7 +4,9 @@ Parameters are a flat ``dict[str, jax.Array]`` with exactly the names and shapes
 ``TinyLM.state_dict()`` (listed in :mod:`learners.torch_model`); Linear weights keep PyTorch's
 ``[out, in]`` layout and are applied as ``x @ W.T + b``. Everything is float32 (also with
 ``jax_enable_x64`` on) and matrix products use full float32 precision, so the two frameworks agree to
-rounding. :func:`forward` and :func:`sequence_logprobs` are jitted with ``cfg`` static.
+rounding. :func:`forward` and :func:`sequence_logprobs` are jitted with ``cfg`` static, so they compile
+once per input shape: pad batches to a few fixed shapes. :func:`generate` runs on a ``[1, max_len]``
+buffer and so compiles once per config.
 """
 
 from __future__ import annotations
@@ -146,7 +148,8 @@ def forward(params: Params, ids: jax.Array, cfg: ModelConfig) -> jax.Array:
     Raises:
         ValueError: if ``T > cfg.max_len``.
     """
-    return _forward_jit(params, jnp.asarray(ids, dtype=jnp.int32), cfg)
+    logits: jax.Array = _forward_jit(params, jnp.asarray(ids, dtype=jnp.int32), cfg)
+    return logits
 
 
 def _token_logprobs(logits: jax.Array, targets: jax.Array) -> jax.Array:
@@ -180,9 +183,10 @@ def sequence_logprobs(
         ``[B, T]`` float32: ``log p(input_ids[:, t] | input_ids[:, :t])`` (from the logits at ``t - 1``)
         where the mask is nonzero, 0 elsewhere (and always 0 at position 0).
     """
-    return _sequence_logprobs(
+    logp: jax.Array = _sequence_logprobs(
         params, jnp.asarray(input_ids, dtype=jnp.int32), jnp.asarray(completion_mask), cfg
     )
+    return logp
 
 
 @partial(jax.jit, static_argnames=("cfg",))

@@ -73,7 +73,8 @@ class CausalSelfAttention(nn.Module):
         scores = scores.masked_fill(~causal, float("-inf"))
         weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)
         out = (weights @ v).transpose(1, 2).reshape(b, t, d)
-        return self.proj(out)
+        y: torch.Tensor = self.proj(out)
+        return y
 
 
 class MLP(nn.Module):
@@ -93,7 +94,8 @@ class MLP(nn.Module):
         Returns:
             ``[B, T, D]``.
         """
-        return self.fc2(F.gelu(self.fc1(x), approximate="none"))
+        y: torch.Tensor = self.fc2(F.gelu(self.fc1(x), approximate="none"))
+        return y
 
 
 class Block(nn.Module):
@@ -116,7 +118,8 @@ class Block(nn.Module):
             ``[B, T, D]``.
         """
         x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
+        y: torch.Tensor = x + self.mlp(self.ln2(x))
+        return y
 
 
 class TinyLM(nn.Module):
@@ -146,7 +149,7 @@ class TinyLM(nn.Module):
         for module in self.modules():
             if isinstance(module, nn.Linear | nn.Embedding):
                 nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
-                if getattr(module, "bias", None) is not None:
+                if isinstance(module, nn.Linear) and module.bias is not None:
                     nn.init.zeros_(module.bias)
             elif isinstance(module, nn.LayerNorm):
                 nn.init.ones_(module.weight)
@@ -173,7 +176,8 @@ class TinyLM(nn.Module):
         x = self.tok_emb(ids) + self.pos_emb(pos)[None]
         for block in self.blocks:
             x = block(x)
-        return self.lm_head(self.ln_f(x)).float()
+        logits: torch.Tensor = self.lm_head(self.ln_f(x))
+        return logits.float()
 
 
 def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

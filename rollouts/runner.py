@@ -34,7 +34,7 @@ class RolloutConfig:
     home: str
     topic: str
     policy_factory: str
-    """``module:function`` that turns ``policy_spec`` into a policy inside the worker."""
+    """``module:function(spec, *, worker_index)`` that turns ``policy_spec`` into a policy inside a worker."""
     policy_spec: str
     sandbox_backend: str = "local"
     sandbox_config: SandboxConfig = field(default_factory=SandboxConfig)
@@ -59,7 +59,8 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
     from sandboxes.pool import SandboxPool
     from sandboxes.registry import get_backend
 
-    policy = _resolve(cfg.policy_factory)(cfg.policy_spec)
+    # each worker gets its own index, so that seeded policies do not repeat each other's samples
+    policy = _resolve(cfg.policy_factory)(cfg.policy_spec, worker_index=idx)
     backend = get_backend(cfg.sandbox_backend, cfg.sandbox_config)
     tasks: dict[str, Any] = {}
     rec = EpisodeRecorder.open(

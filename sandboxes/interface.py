@@ -27,7 +27,7 @@ WORKSPACE = "/workspace"
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-LifecycleListener = Callable[[SandboxPayload], None]
+LifecycleListener = Callable[[SandboxPayload], object]
 """Receives one payload per lifecycle step (wired to ``Episode.sandbox`` by workers)."""
 
 

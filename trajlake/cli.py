@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from schemas.errors import TrajlakeError
+from trajlake import loop_cli
 from trajlake.judges_cli import judges_app, tasks_app
 from trajlake.sandbox_cli import sandbox_app
 
@@ -36,6 +37,9 @@ app.add_typer(lake_app, name="lake")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(judges_app, name="judges")
 app.add_typer(tasks_app, name="tasks")
+app.command("rollout")(loop_cli.rollout)
+app.command("train")(loop_cli.train)
+app.command("lineage")(loop_cli.lineage)
 
 console = Console()
 err_console = Console(stderr=True)
@@ -423,18 +427,29 @@ def lake_versions(lake: Annotated[Path | None, typer.Option(help="Lake directory
 
 @app.command()
 def demo(
-    episodes: Annotated[int, typer.Option(help="Episodes to record.")] = 3,
+    iterations: Annotated[int, typer.Option(help="RL iterations (rollouts -> pipeline -> learner).")] = 5,
+    group_size: Annotated[int, typer.Option(help="Attempts per training task and iteration (G).")] = 4,
+    workers: Annotated[int, typer.Option(help="Rollout worker processes.")] = 2,
 ) -> None:
-    """End-to-end demo of what exists so far.
+    """The closed loop end to end on the embedded default.
 
-    Brings up the embedded broker, records episodes through the EpisodeRecorder
-    (spool -> Kafka, acks=all), imports the shipped real trajectories when
-    present, reads every event back from Kafka and checks it.
+    Brings up the broker, admits the wordplay task family, warm-starts the
+    in-repo transformer briefly on synthetic strings, then iterates: rollouts in
+    sandboxes (events to Kafka) -> Beam -> Delta -> policy-gradient learner ->
+    new checkpoint, evaluating on held-out tasks each time; prints a summary and
+    writes a learning-curve PNG.
     """
     from trajlake.demo import run_demo
 
     try:
-        ok = run_demo(_settings(), _broker(), episodes=episodes, console=console)
+        ok = run_demo(
+            _settings(),
+            _broker(),
+            iterations=iterations,
+            group_size=group_size,
+            workers=workers,
+            console=console,
+        )
     except TrajlakeError as exc:
         _fail(exc)
     if not ok:

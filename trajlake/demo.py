@@ -1,258 +1,236 @@
-"""``trajlake demo``: what the platform does end to end, so far.
+"""``trajlake demo``: the closed loop on the embedded default, end to end.
 
-Today it shows the log half of the loop on the embedded default: the broker
-comes up, scripted episodes are recorded through the ``EpisodeRecorder``
-(spool -> shipper -> Kafka, ``acks=all``) with their tool calls run in a pooled
-sandbox (the configured backend, ``local`` by default), the shipped real trajectories of
-other agents are imported when present, every event is read back from Kafka and
-checked for contiguous, ordered ``seq``, and the Beam pipeline folds the log
-into the Delta tables (episodes, steps, rewards, failure attribution). Judges,
-task families and learners join the demo as they are built.
+1. The embedded Kafka broker comes up.
+2. The ``wordplay`` family is admitted (real sandboxes, real judges) into the ``tasks`` table.
+3. A short supervised warm start on synthetic strings (never the task words)
+   gives the in-repo transformer a first grip on the skill; it stops as soon
+   as the training loss falls below a threshold.
+4. Iterations: the current checkpoint acts (sampling, as in training) on the
+   held-out tasks to measure it, and in groups on the training tasks by rollout worker processes
+   acting in sandboxes; every step is an event in Kafka; the Beam pipeline
+   folds the log into Delta; the learner reads exactly the new episodes at
+   pinned table versions and takes policy-gradient steps (group-relative
+   advantages, clipped importance weights from the recorded behaviour
+   log-probabilities); the new checkpoint and its lineage go to the
+   ``checkpoints`` table and the log; the next iteration's workers load it.
+5. A summary: episodes, success rate per iteration on held-out and training
+   tasks, failures by category, and a learning-curve PNG.
 """
 
 from __future__ import annotations
 
 import random
-import tempfile
-from collections import defaultdict
+import string
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from ingest import EpisodeRecorder
 from ingest.kafka_broker import EmbeddedKafka
-from ingest.log_reader import read_events
-from schemas import PolicyRef, TaskRef
 
-_BUGGY = "def add(a, b):\n    return a - b\n"
-_FIXED = "def add(a, b):\n    return a + b\n"
-
-
-def _record_scripted_episode(rec: EpisodeRecorder, i: int, rng: random.Random) -> str:
-    """A scripted agent fixing ``add`` (no model or sandbox yet: the events are what matters)."""
-    solves = rng.random() < 0.6
-    with rec.episode(
-        task=TaskRef(id="demo-add", family="demo"),
-        policy=PolicyRef(id="scripted-demo", version="0"),
-        group_id="demo-group",
-        attempt=i,
-        metadata={"note": "scripted demo episode"},
-    ) as ep:
-        prompt = [{"role": "user", "content": "tests fail: add(2, 3) returns -1. Fix calc.py."}]
-        ep.model_call(
-            messages=prompt, completion="cat calc.py", latency_s=0.05, prompt_tokens=20, completion_tokens=3
-        )
-        c = ep.tool_call("bash", {"command": "cat calc.py"})
-        ep.tool_result(c, exit_code=0, stdout=_BUGGY, duration_s=0.01)
-        fix = _FIXED if solves else "def add(a, b):\n    return a * b\n"
-        ep.model_call(completion=f"write calc.py:\n{fix}", latency_s=0.07, completion_tokens=15)
-        c = ep.tool_call("write_file", {"path": "calc.py", "content": fix})
-        ep.tool_result(c, exit_code=0, duration_s=0.001)
-        c = ep.tool_call("bash", {"command": "python -m pytest -q"})
-        ep.tool_result(
-            c,
-            exit_code=0 if solves else 1,
-            stdout="1 passed" if solves else "FAILED test_add - assert 6 == 5",
-            duration_s=0.4,
-        )
-        ep.reward(
-            judge_name="demo-tests",
-            judge_version="0",
-            score=1.0 if solves else 0.0,
-            verdict="pass" if solves else "fail",
-        )
-    return ep.episode_id
+FAMILY_DIR = Path(__file__).resolve().parents[1] / "tasks" / "wordplay"
+HELD_OUT_FROM = 37
+"""wordplay-037 .. 048 are held out: never trained on, never in the warm start."""
 
 
-_TEST = 'from calc import add\nassert add(2, 3) == 5, f"add(2, 3) returned {add(2, 3)}"\nprint("1 passed")\n'
+def _warm_pairs(exclude: set[str], n: int = 4000, seed: int = 0) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    pairs: list[tuple[str, str]] = []
+    while len(pairs) < n:
+        w = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 6)))
+        if w not in exclude:
+            pairs.append((f'Write "{w}" reversed into answer.txt.\n', w[::-1]))
+    return pairs
 
 
-def _sandboxed_episode(rec: EpisodeRecorder, pool: Any, template: Path, i: int, rng: random.Random) -> str:
-    """The same scripted agent, but every tool call really runs in a pooled sandbox."""
-    solves = rng.random() < 0.6
-    with rec.episode(
-        task=TaskRef(id="demo-add", family="demo"),
-        policy=PolicyRef(id="scripted-demo", version="0"),
-        group_id="demo-group",
-        attempt=i,
-        sandbox_image=pool.spec.image,
-        metadata={"note": "scripted demo episode, tools run in a sandbox"},
-    ) as ep:
-        with pool.lease(workspace=template, listener=ep.sandbox_step) as sb:
+def _plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
 
-            def bash(command: str) -> Any:
-                call = ep.tool_call("bash", {"command": command})
-                r = sb.exec(command, timeout=30)
-                ep.tool_result(
-                    call,
-                    exit_code=r.exit_code,
-                    stdout=r.stdout,
-                    stderr=r.stderr,
-                    duration_s=r.duration_s,
-                    timed_out=r.timed_out,
-                )
-                return r
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
-            prompt = [{"role": "user", "content": "test_calc.py fails: add(2, 3) is wrong. Fix calc.py."}]
-            ep.model_call(messages=prompt, completion="cat calc.py", latency_s=0.05, completion_tokens=3)
-            bash("cat calc.py")
-            fix = _FIXED if solves else "def add(a, b):\n    return a * b\n"
-            ep.model_call(completion=f"write calc.py:\n{fix}", latency_s=0.07, completion_tokens=15)
-            call = ep.tool_call("write_file", {"path": "calc.py", "content": fix})
-            sb.write_file("calc.py", fix)
-            ep.tool_result(call, exit_code=0)
-            result = bash("python3 test_calc.py")
-            # a stand-in for the judges of the next issue: the test script's exit code
-            passed = result.exit_code == 0
-            ep.reward(
-                judge_name="demo-exit-code",
-                judge_version="0",
-                score=1.0 if passed else 0.0,
-                verdict="pass" if passed else "fail",
-            )
-    return ep.episode_id
+    it = [r["iteration"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    ax.plot(it, [r["eval_success"] for r in rows], "o-", label="held-out success rate")
+    ax.plot(it, [r["eval_reward"] for r in rows], "s--", label="held-out mean reward")
+    train = [(r["iteration"], r["train_reward"]) for r in rows if r.get("train_reward") is not None]
+    if train:
+        ax.plot([t[0] for t in train], [t[1] for t in train], "^:", label="training mean reward (sampled)")
+    ax.set_xlabel("iteration (checkpoint)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("wordplay: RL through Kafka -> Beam -> Delta -> learner")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
-def _sandbox_pool(settings: Any, console: Console) -> Any:
-    """A warm pool of the configured backend, or ``None`` (with the reason) when it cannot run."""
-    from sandboxes import SandboxPool, SandboxSpec, get_backend
+def run_demo(
+    settings: Any,
+    broker: EmbeddedKafka,
+    *,
+    iterations: int = 5,
+    group_size: int = 4,
+    workers: int = 2,
+    eval_samples: int = 4,
+    console: Console,
+) -> bool:
+    """Run the demo; return True when held-out success rose and every phase went through the log."""
+    from judges.admission import ADMISSION_SPEC, admit_all
+    from judges.tasks import find_task_dirs
+    from learners.checkpoints import emit_checkpoint_event, lineage_chain, record_checkpoint
+    from learners.trainer import TrainArgs, supervised_warm_start, train
+    from pipelines import Lake
+    from sandboxes import SandboxPool, get_backend
+    from schemas.tables import TABLES
+    from trajlake.loop import family_judge, fold_log, load_pool, metrics_from_lake, rollout
 
-    backend = get_backend(settings.sandbox_backend, settings.sandbox_config())
-    reason = backend.unavailable_reason()
-    if reason:
-        console.print(
-            f"[yellow]sandbox backend {backend.name} unavailable ({reason}); tools are scripted[/yellow]"
-        )
-        return None
-    image = settings.sandbox_image if backend.name == "docker" else None
-    return SandboxPool(backend, SandboxSpec(image=image, memory_mb=256, disk_mb=64), max_size=2, warm=1)
+    started = time.monotonic()
+    lake_dir = Path(settings.lake).resolve()
+    ckpt_root = Path(settings.checkpoints).resolve()
 
-
-def _fixtures_dir() -> Path | None:
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        cand = parent.parent / "shared" / "fixtures" / "trajectories"
-        if cand.is_dir():
-            return cand
-    return None
-
-
-def run_demo(settings: Any, broker: EmbeddedKafka, *, episodes: int, console: Console) -> bool:
-    """Run the demo; return True when every recorded event was read back intact."""
     console.rule("[bold]1. embedded Kafka broker")
     broker.start()
     console.print(f"broker up on {broker.bootstrap}")
 
-    console.rule("[bold]2. record episodes through the EpisodeRecorder")
-    rng = random.Random(7)
-    recorded: dict[str, str] = {}
-    with EpisodeRecorder.open(
-        bootstrap=settings.kafka_bootstrap,
-        home=settings.home,
-        worker_id="demo-worker",
-        topic=settings.topic_episodes,
-    ) as rec:
-        pool = _sandbox_pool(settings, console)
-        if pool is None:
-            for i in range(episodes):
-                recorded[_record_scripted_episode(rec, i, rng)] = "scripted"
-        else:
-            with tempfile.TemporaryDirectory() as tmp, pool:
-                template = Path(tmp)
-                (template / "calc.py").write_text(_BUGGY)
-                (template / "test_calc.py").write_text(_TEST)
-                for i in range(episodes):
-                    recorded[_sandboxed_episode(rec, pool, template, i, rng)] = (
-                        f"sandboxed ({pool.backend.name})"
-                    )
-                m = pool.metrics()
-                console.print(
-                    f"sandbox pool ({pool.backend.name}): {m.acquired} leases, {m.warm_hits} warm, "
-                    f"acquire p50 {1e3 * (m.acquire_p50_s or 0):.1f} ms, {m.crashed} crashed"
-                )
-        fixtures = _fixtures_dir()
-        if fixtures is not None:
-            from ingest.importers import detect_format, import_file
+    console.rule("[bold]2. admit the wordplay task family")
+    import pyarrow as pa
 
-            for path in sorted(fixtures.rglob("*.json")):
-                report = import_file(path, rec, format=detect_format(path))
-                recorded[report.episode_id] = f"imported {report.format}"
-                console.print(report.summary())
-        rec.flush(timeout=120)
-        st = rec.delivery.stats
-        console.print(
-            f"recorded {st.submitted} events, acknowledged by Kafka: {st.acknowledged}, "
-            f"still spooled: {rec.delivery.pending}"
+    backend = get_backend(settings.sandbox_backend, settings.sandbox_config())
+    backend.ensure_available()
+    with SandboxPool(backend, ADMISSION_SPEC, max_size=workers) as pool:
+        results = admit_all(find_task_dirs([FAMILY_DIR]), pool, runs=2, workers=workers)
+    lake = Lake(str(lake_dir))
+    lake.ensure(["tasks"])
+    lake.write(
+        "tasks", pa.Table.from_pylist([r.row() for r in results], schema=TABLES["tasks"]), mode="upsert"
+    )
+    admitted = sum(r.admitted for r in results)
+    console.print(f"{admitted}/{len(results)} tasks admitted (spec, reproducible state, judge fails "
+                  "untouched, passes reference, deterministic) -> tasks table")  # fmt: skip
+    pool_ = load_pool([FAMILY_DIR], lake_dir)
+    train_tasks = [t for t in pool_.tasks if int(t.id.rsplit("-", 1)[1]) < HELD_OUT_FROM]
+    held_out = [t for t in pool_.tasks if int(t.id.rsplit("-", 1)[1]) >= HELD_OUT_FROM]
+    judge_name, judge_version = family_judge(pool_.tasks)
+    console.print(f"{len(train_tasks)} training tasks, {len(held_out)} held-out tasks; "
+                  f"judge {judge_name} {judge_version}")  # fmt: skip
+
+    console.rule("[bold]3. supervised warm start (synthetic strings, not the task words)")
+    words = {t.spec.instruction.split('"')[1] for t in pool_.tasks}
+    ckpt = supervised_warm_start(
+        _warm_pairs(words), checkpoint_root=str(ckpt_root), steps=1500, target_loss=0.5, lr=2e-3,
+        note="supervised warm start on 4000 synthetic random-letter strings (no task word)",
+    )  # fmt: skip
+    record_checkpoint(lake_dir, ckpt)
+    emit_checkpoint_event(settings.kafka_bootstrap, settings.topic_learner, ckpt)
+    wm = ckpt.lineage.metrics
+    console.print(f"{ckpt.checkpoint_id}: {wm['steps']} steps, loss {wm['final_loss']:.2f}")
+
+    rows: list[dict[str, Any]] = []
+    all_ids: set[str] = set()
+    for it in range(iterations + 1):
+        last = it == iterations
+        console.rule(
+            f"[bold]4.{it} iteration {it}: {ckpt.checkpoint_id}" + (" (final evaluation)" if last else "")
         )
+        t0 = time.monotonic()
+        spec = f"local:{ckpt.path}?seed={1000 + it}"
+        ev = rollout(
+            settings, held_out, spec, group_size=eval_samples, workers=workers, tag=f"eval{it}", seed=it
+        )
+        tr = []
+        if not last:
+            tr = rollout(settings, train_tasks, f"local:{ckpt.path}?seed={it}", group_size=group_size,
+                         workers=workers, tag=f"train{it}", seed=it)  # fmt: skip
+        t_roll = time.monotonic() - t0
+        folded = fold_log(settings)
+        ev_m = metrics_from_lake(lake_dir, {o.episode_id for o in ev}, judge_name)
+        tr_m = metrics_from_lake(lake_dir, {o.episode_id for o in tr}, judge_name) if tr else None
+        all_ids |= {o.episode_id for o in ev + tr}
+        row: dict[str, Any] = {
+            "iteration": it,
+            "checkpoint": ckpt.checkpoint_id,
+            "eval_success": ev_m.success_rate,
+            "eval_reward": ev_m.mean_reward,
+            "train_success": tr_m.success_rate if tr_m else None,
+            "train_reward": tr_m.mean_reward if tr_m else None,
+            "episodes": ev_m.episodes + (tr_m.episodes if tr_m else 0),
+            "infra_errors": ev_m.infra_errors + (tr_m.infra_errors if tr_m else 0),
+        }
+        msg = (f"{row['episodes']} episodes in {t_roll:.0f}s, {folded} records folded; held-out success "
+               f"{ev_m.success_rate:.0%} (reward {ev_m.mean_reward:.2f})")  # fmt: skip
+        if tr_m:
+            msg += f"; training success {tr_m.success_rate:.0%} (reward {tr_m.mean_reward:.2f})"
+        console.print(msg)
+        if not last:
+            res = train(
+                TrainArgs(
+                    lake=str(lake_dir),
+                    checkpoint_root=str(ckpt_root),
+                    judge_name=judge_name,
+                    judge_version=judge_version,
+                    parent=ckpt.path,
+                    task_ids=[t.id for t in train_tasks],
+                    epochs=2,
+                    batch_size=32,
+                    lr=3e-4,
+                    clip_eps=0.2,
+                    kl_coef=0.0,
+                    seed=it,
+                )  # fmt: skip
+            )
+            if res.checkpoint is None:
+                console.print("[red]the learner found no new samples[/red]")
+                return False
+            ckpt = res.checkpoint
+            record_checkpoint(lake_dir, ckpt)
+            emit_checkpoint_event(settings.kafka_bootstrap, settings.topic_learner, ckpt)
+            m = ckpt.lineage.metrics
+            row.update(loss=m["loss"], kl=m["kl"], clip_frac=m["clip_frac"], samples=res.samples)
+            console.print(f"learner: {res.samples} samples (tables {ckpt.lineage.table_versions}) -> "
+                          f"{ckpt.checkpoint_id}, loss {m['loss']:.3f}, "
+                          f"clip {m['clip_frac']:.2f}")  # fmt: skip
+        rows.append(row)
 
-    console.rule("[bold]3. read the events back from Kafka")
-    by_episode: dict[str, list[Any]] = defaultdict(list)
-    invalid = 0
-    for r in read_events(settings.kafka_bootstrap, settings.topic_episodes):
-        if r.event is None:
-            invalid += 1
-        elif r.event.episode_id in recorded:
-            by_episode[r.event.episode_id].append(r.event)
-    table = Table(title="episodes read back from trajlake.episodes")
-    for col in ("episode", "source", "task", "events", "seq ok", "status"):
-        table.add_column(col)
-    ok = True
-    for eid, source in recorded.items():
-        evs = by_episode.get(eid, [])
-        seqs = [e.seq for e in evs]
-        seq_ok = seqs == list(range(len(seqs))) and len(seqs) > 0
-        ended = [e for e in evs if e.type == "episode_ended"]
-        started = [e for e in evs if e.type == "episode_started"]
-        ok &= seq_ok and len(ended) == 1
+    console.rule("[bold]5. summary")
+    table = Table(title="per iteration (held-out = tasks never trained on)")
+    for col in (
+        "iter",
+        "checkpoint",
+        "episodes",
+        "held-out success",
+        "held-out reward",
+        "train success",
+        "train reward",
+    ):
+        table.add_column(col, justify="right" if col not in ("checkpoint",) else "left")
+    for r in rows:
         table.add_row(
-            eid[:13],
-            source,
-            started[0].payload.task.id if started else "?",
-            str(len(evs)),
-            "yes" if seq_ok else "[red]NO[/red]",
-            ended[0].payload.status if ended else "[red]missing[/red]",
-        )
+            str(r["iteration"]), r["checkpoint"][-13:], str(r["episodes"]), f"{r['eval_success']:.0%}",
+            f"{r['eval_reward']:.2f}", "-" if r["train_success"] is None else f"{r['train_success']:.0%}",
+            "-" if r["train_reward"] is None else f"{r['train_reward']:.2f}",
+        )  # fmt: skip
     console.print(table)
-    if invalid:
-        console.print(f"{invalid} records in the topic failed validation (e.g. produced by other clients)")
-    console.rule("[bold]4. Beam pipeline: the log -> Delta tables (exactly once)")
-    from collections import Counter
-
-    from pipelines import Lake, PipelineConfig, run_once
-    from trajlake.lake_view import lake_versions_table
-
-    cfg = PipelineConfig(
-        bootstrap=settings.kafka_bootstrap,
-        lake_root=str(Path(settings.lake).resolve()),
-        topics=(settings.topic_episodes, settings.topic_judgements),
-        worker_log=str(Path(settings.home) / "logs" / "beam-workers.log"),
-    )
-    results = run_once(cfg)
-    console.print(f"{len(results)} micro-batches, {sum(r.records for r in results)} records folded")
-    lake = Lake(cfg.lake_root)
-    console.print(lake_versions_table(lake, f"Delta tables in {cfg.lake_root}"))
-    eps = [r for r in lake.read("episodes").to_pylist() if r["episode_id"] in recorded]
-    console.print(
-        "episodes of this demo in the lake, by completeness: "
-        + ", ".join(f"{k}={v}" for k, v in sorted(Counter(r["completeness"] for r in eps).items()))
-    )
-    failures = [r for r in lake.read("failures").to_pylist() if r["episode_id"] in recorded]
-    breakdown = Table(title="failure breakdown (failures table)")
+    failures = [f for f in lake.read("failures").to_pylist() if f["episode_id"] in all_ids]
+    breakdown = Table(title="failures by category (failures table, this demo's episodes)")
     for col in ("category", "signature", "episodes"):
         breakdown.add_column(col)
-    for (cat, sig), n in Counter((f["category"], f["signature"]) for f in failures).most_common():
-        breakdown.add_row(cat, sig, str(n))
+    for (cat, sig), n in Counter((f["category"], f["signature"]) for f in failures).most_common(8):
+        breakdown.add_row(cat, (sig or "")[:70], str(n))
     console.print(breakdown)
-    in_lake = len(eps) == len(recorded)
-    ok = ok and in_lake
-
-    console.rule("[bold]result")
-    console.print(
-        "[green]every recorded event was read back, in order, and every episode is in the lake[/green]"
-        if ok
-        else "[red]some events are missing, out of order, or not in the lake[/red]"
-    )
-    console.print("Not in this demo yet (later issues): real judges, task families, learners, the query API.")
-    return ok
+    png = Path(settings.home) / "learning_curve.png"
+    _plot(rows, png)
+    chain = lineage_chain(lake_dir, ckpt.checkpoint_id)
+    console.print(f"learning curve: {png}")
+    console.print(f"lineage of {ckpt.checkpoint_id}: {len(chain)} checkpoints back to the warm start "
+                  f"(`trajlake lineage {ckpt.checkpoint_id}`)")  # fmt: skip
+    first, final = rows[0]["eval_success"], rows[-1]["eval_success"]
+    improved = bool(final > first)
+    verdict = "[green]rose[/green]" if improved else "[red]did not rise[/red]"
+    console.print(f"held-out success {verdict}: {first:.0%} -> {final:.0%} in {iterations} RL iterations "
+                  f"({time.monotonic() - started:.0f}s)")  # fmt: skip
+    return improved

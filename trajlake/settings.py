@@ -22,6 +22,8 @@ class Settings(BaseSettings):
     """Topic of everything rollout workers emit."""
     topic_judgements: str = "trajlake.judgements"
     """Topic of rewards written by re-judge jobs."""
+    topic_learner: str = "trajlake.learner"
+    """Topic of learner events (a checkpoint and its lineage)."""
     topic_partitions: int = Field(default=8, ge=1)
     """Partitions of each topic the embedded broker creates."""
     kafka_heap: str = "512m"
@@ -70,6 +72,11 @@ class Settings(BaseSettings):
         return self.blob_root or str(self.home / "blobs")
 
     @property
+    def checkpoints(self) -> Path:
+        """Where learner checkpoints are written."""
+        return self.home / "checkpoints"
+
+    @property
     def lake(self) -> Path:
         """Resolved lake directory."""
         return self.lake_dir or self.home / "lake"
@@ -77,4 +84,8 @@ class Settings(BaseSettings):
     @property
     def topics(self) -> dict[str, int]:
         """Topics the embedded broker creates, with partition counts."""
-        return {self.topic_episodes: self.topic_partitions, self.topic_judgements: self.topic_partitions}
+        return {
+            self.topic_episodes: self.topic_partitions,
+            self.topic_judgements: self.topic_partitions,
+            self.topic_learner: 1,
+        }

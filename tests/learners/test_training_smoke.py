@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import torch
 
 from learners import jax_model as jm
@@ -22,6 +23,15 @@ CFG = ModelConfig(d_model=64, n_layers=2, n_heads=4, d_ff=128, max_len=16)
 LETTERS = list("abcd")
 STEPS = 150
 BATCH = 32
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread() -> Iterator[None]:
+    """Tiny models: one intra-op thread is as fast and does not collapse when the CPUs are shared."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def reversal_batch(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -56,7 +56,7 @@ def test_admit_the_shipped_tasks_and_reject_a_broken_copy(
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     rows = DeltaTable(str(home / "lake" / "tasks")).to_pyarrow_table().to_pylist()
     assert len(rows) >= 40 and all(r["admitted"] and r["state_digest"] for r in rows)
-    assert {r["family"] for r in rows} == {"pyfix", "datawrangle"}
+    assert {r["family"] for r in rows} == {"pyfix", "datawrangle", "wordplay"}
     # a copy whose reference solution leaves the state untouched is rejected
     broken = tmp_path / "broken" / "pyfix"
     shutil.copytree(REPO / "tasks" / "pyfix" / "pyfix-002", broken / "pyfix-002")

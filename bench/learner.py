@@ -1,0 +1,331 @@
+"""Learner data path vs training step, and rollout throughput.
+
+Run::
+
+    .venv/bin/python bench/learner.py [--samples N] [--device cpu|cuda] [--parts data,train,rollout]
+
+- ``data``: a lake with ``--samples`` model-call samples (episodes, steps and
+  rewards tables written with the real schemas) is read by
+  ``learners.dataset.load_samples`` at pinned versions and turned into torch
+  minibatches (``Batches.torch``): samples/s and tokens/s delivered, Delta read
+  and JSON decoding included.
+- ``train``: the policy-gradient step (sequence log-probs, clipped
+  importance-weighted loss, backward, Adam) on minibatches of the same shape:
+  samples/s and tokens/s consumed, for the small model (the demo's) and a
+  medium one; on CUDA also the GPU's utilization (nvidia-smi, sampled).
+- ``rollout``: episodes/s of ``trajlake.loop.rollout`` on wordplay tasks with
+  the learner's model in-process, 1 and 2 worker processes (needs root, the
+  base image and a broker, which it starts).
+
+The headroom is data samples/s over train samples/s: data loading is never
+the bottleneck when it is >= 10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)  # this directory's scripts must not shadow the packages they measure
+
+import numpy as np
+
+PROMPT = 'Write "{w}" reversed into answer.txt.\n'
+
+
+def make_lake(root: Path, n: int, seed: int = 0) -> None:
+    """Episodes, steps and rewards tables with ``n`` model-call samples (4 per group)."""
+    import datetime as dt
+
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from learners.tokenizer import CharTokenizer
+    from schemas.tables import TABLES
+
+    rng = np.random.default_rng(seed)
+    tok = CharTokenizer()
+    now = dt.datetime.now(dt.UTC)
+    eps, steps, rewards = [], [], []
+    for i in range(n):
+        w = "".join(chr(97 + c) for c in rng.integers(0, 26, size=rng.integers(3, 7)))
+        eid = f"ep-{i:07d}"
+        comp = [*tok.encode(w[::-1]), tok.EOS]
+        payload = {
+            "completion": w[::-1],
+            "prompt_token_ids": [tok.BOS, *tok.encode(PROMPT.format(w=w))],
+            "completion_token_ids": comp,
+            "completion_logprobs": [float(x) for x in -rng.random(len(comp))],
+        }
+        eps.append(
+            {
+                "episode_id": eid,
+                "task_id": f"t{i // 4}",
+                "task_family": "bench",
+                "policy_version": "v0",
+                "group_id": f"g{i // 4}",
+                "status": "success",
+                "completeness": "complete",
+                "num_events": 8,
+                "max_seq": 7,
+                "num_model_calls": 1,
+                "num_tool_calls": 2,
+                "started_at": now,
+                "ended_at": now,
+            }
+        )
+        steps.append(
+            {
+                "episode_id": eid,
+                "seq": 1,
+                "event_id": f"e{i}",
+                "type": "model_call",
+                "ts": now,
+                "text": w[::-1],
+                "payload": json.dumps(payload),
+            }
+        )
+        rewards.append(
+            {
+                "episode_id": eid,
+                "judge_name": "bench",
+                "judge_version": "1",
+                "event_id": f"r{i}",
+                "ts": now,
+                "score": float(rng.random()),
+                "verdict": "pass",
+                "source": "online",
+            }
+        )
+    for name, rows in (("episodes", eps), ("steps", steps), ("rewards", rewards)):
+        write_deltalake(str(root / name), pa.Table.from_pylist(rows, schema=TABLES[name]), mode="overwrite")
+
+
+def bench_data(n: int, batch_size: int) -> dict[str, Any]:
+    import torch  # noqa: F401 - imported before timing: its import is not part of the data path
+
+    from learners.config import ModelConfig
+    from learners.dataset import Batches, DatasetSpec, load_samples
+
+    with tempfile.TemporaryDirectory() as tmp:
+        make_lake(Path(tmp), n)
+        t0 = time.perf_counter()
+        data = load_samples(DatasetSpec(lake=tmp, judge_name="bench"))
+        t_read = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        batches = Batches(data.samples, batch_size=batch_size, max_len=ModelConfig().max_len)
+        t_build = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        tokens = 0
+        for b in batches.torch("cpu"):
+            tokens += int((b["input_ids"] != 0).sum())
+        t_epoch = time.perf_counter() - t2
+    n_s = len(data.samples)
+    total = t_read + t_build + t_epoch
+    return {
+        "samples": n_s,
+        "read_s": t_read,
+        "build_s": t_build,
+        "epoch_s": t_epoch,
+        # end to end: Delta at a pinned version -> samples -> padded arrays -> one epoch of torch batches
+        "samples_per_s": n_s / total,
+        "tokens_per_s": tokens / total,
+        # each further epoch over the same samples
+        "epoch_samples_per_s": n_s / t_epoch,
+    }
+
+
+class GpuSampler:
+    """nvidia-smi utilization samples, every 200 ms, while a block runs."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                out = subprocess.run(
+                    ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                    capture_output=True,
+                    text=True,
+                    timeout=5,
+                ).stdout.split()
+                if out:
+                    self.samples.append(float(out[0]))
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                return
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> GpuSampler:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join(5)
+
+
+def bench_train(device_name: str, size: str, batch_size: int, seconds: float) -> dict[str, Any]:
+    import torch
+
+    from learners.config import ModelConfig
+    from learners.dataset import Batches, Sample
+    from learners.losses_torch import policy_loss
+    from learners.tokenizer import CharTokenizer
+    from learners.torch_model import TinyLM, autocast, select_device, sequence_logprobs
+
+    cfg = (
+        ModelConfig()
+        if size == "small"
+        else ModelConfig(d_model=512, n_layers=8, n_heads=8, d_ff=2048, max_len=96)
+    )
+    device = select_device(device_name)
+    rng = np.random.default_rng(0)
+    tok = CharTokenizer()
+    samples = []
+    for i in range(batch_size * 8):
+        w = "".join(chr(97 + c) for c in rng.integers(0, 26, size=rng.integers(3, 7)))
+        comp = [*tok.encode(w[::-1]), tok.EOS]
+        samples.append(
+            Sample(
+                str(i),
+                f"g{i // 4}",
+                "t",
+                "v",
+                float(rng.random()),
+                [tok.BOS, *tok.encode(PROMPT.format(w=w))],
+                comp,
+                list(-rng.random(len(comp))),
+            )
+        )
+    batches = list(Batches(samples, batch_size=batch_size, max_len=cfg.max_len).torch(device))
+    model = TinyLM(cfg).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-4)
+
+    def step(b: dict[str, Any]) -> None:
+        with autocast(device):
+            logp = sequence_logprobs(model, b["input_ids"], b["completion_mask"])
+        loss, _ = policy_loss(logp.float(), b["old_logp"], b["advantages"], b["completion_mask"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    for b in batches[:3]:
+        step(b)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    n = tokens = 0
+    util: list[float] = []
+    sampler = GpuSampler() if device.type == "cuda" else None
+    t0 = time.perf_counter()
+    if sampler:
+        sampler.__enter__()
+    while time.perf_counter() - t0 < seconds:
+        for b in batches:
+            step(b)
+            n += b["input_ids"].shape[0]
+            tokens += int((b["input_ids"] != 0).sum())
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - t0
+    if sampler:
+        sampler.__exit__()
+        util = sampler.samples
+    return {
+        "model": size,
+        "params": sum(p.numel() for p in model.parameters()),
+        "device": str(device),
+        "gpu": torch.cuda.get_device_name() if device.type == "cuda" else None,
+        "samples_per_s": n / elapsed,
+        "tokens_per_s": tokens / elapsed,
+        "gpu_util_mean": float(np.mean(util)) if util else None,
+    }
+
+
+def bench_rollout(episodes_per_worker: int) -> dict[str, Any]:
+    from ingest.kafka_broker import EmbeddedKafka
+    from judges.tasks import find_task_dirs, load_task
+    from learners.trainer import supervised_warm_start
+    from trajlake.loop import rollout
+    from trajlake.settings import Settings
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ["TRAJLAKE_HOME"] = tmp
+        os.environ["TRAJLAKE_KAFKA_BOOTSTRAP"] = f"127.0.0.1:{port}"
+        settings = Settings()
+        broker = EmbeddedKafka(Path(tmp), settings.kafka_bootstrap, topics=settings.topics)
+        broker.start()
+        try:
+            root = Path(__file__).resolve().parents[1] / "tasks" / "wordplay"
+            tasks = [load_task(d) for d in find_task_dirs([root])]
+            ckpt = supervised_warm_start(
+                [(PROMPT.format(w="abc"), "cba")], checkpoint_root=f"{tmp}/ck", steps=5
+            )
+            for workers in (1, 2):
+                n = episodes_per_worker * workers
+                t0 = time.perf_counter()
+                res = rollout(
+                    settings,
+                    tasks[:n],
+                    f"local:{ckpt.path}?seed=1",
+                    group_size=1,
+                    workers=workers,
+                    tag=f"bench{workers}",
+                )
+                out[workers] = {"episodes": len(res), "episodes_per_s": len(res) / (time.perf_counter() - t0)}
+        finally:
+            broker.stop()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="learner data path vs training step; rollout throughput")
+    ap.add_argument("--samples", type=int, default=20000)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--parts", default="data,train,rollout")
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    parts = args.parts.split(",")
+    res: dict[str, Any] = {"cpus": os.cpu_count()}
+    if "data" in parts:
+        res["data"] = bench_data(args.samples, args.batch_size)
+        print("data", json.dumps(res["data"]))
+    if "train" in parts:
+        res["train"] = [
+            bench_train(args.device, size, args.batch_size, args.seconds) for size in ("small", "medium")
+        ]
+        for t in res["train"]:
+            print("train", json.dumps(t))
+        if "data" in res:
+            res["headroom"] = {
+                t["model"]: res["data"]["samples_per_s"] / t["samples_per_s"] for t in res["train"]
+            }
+            print("headroom (data samples/s / train samples/s)", json.dumps(res["headroom"]))
+    if "rollout" in parts:
+        res["rollout"] = bench_rollout(8)
+        print("rollout", json.dumps(res["rollout"]))
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()

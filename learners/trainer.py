@@ -1,0 +1,382 @@
+"""Training: the policy-gradient learner (torch or JAX) and a supervised warm start.
+
+One training step reads the samples that are new since the parent checkpoint
+from the lake at pinned versions, computes group-relative advantages, and
+minimises the clipped importance-weighted policy-gradient loss (with the
+behaviour log-probabilities recorded in the events, so data sampled by older
+policy versions is weighted, not ignored), optionally with a KL penalty to a
+reference policy. The result is a checkpoint whose lineage names the Delta
+versions, judge and parent it came from. Metrics per step go to
+``metrics.jsonl`` in the checkpoint directory.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from learners.checkpoints import CheckpointInfo, Lineage, load_checkpoint, save_checkpoint
+from learners.config import ModelConfig
+from learners.dataset import Batches, DatasetSpec, SampleSet, load_samples
+from learners.tokenizer import CharTokenizer
+
+
+@dataclass
+class TrainArgs:
+    """Arguments of one learner step (cleanrl-style: one documented field each)."""
+
+    lake: str
+    """Lake root to read the dataset from."""
+    checkpoint_root: str
+    """Where new checkpoints are written."""
+    judge_name: str
+    """Rewards of this judge are the reward signal."""
+    judge_version: str | None = None
+    """Pinned judge version (``None``: the one most rewards carry)."""
+    parent: str | None = None
+    """Checkpoint directory to start from (also the KL reference)."""
+    backend: str = "torch"
+    """``torch`` or ``jax``."""
+    policy_id: str = "tinylm"
+    """Name of the policy the checkpoints belong to."""
+    task_ids: Sequence[str] | None = None
+    """Train only on these tasks (``None``: all)."""
+    incremental: bool = True
+    """Read only episodes new since the parent's table versions."""
+    epochs: int = 2
+    """Passes over the samples."""
+    batch_size: int = 64
+    """Samples per minibatch."""
+    lr: float = 3e-4
+    """Adam learning rate."""
+    clip_eps: float = 0.2
+    """PPO-style ratio clip."""
+    kl_coef: float = 0.0
+    """Weight of the KL penalty to the parent policy (0: none)."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping."""
+    seed: int = 0
+    """Shuffling and initialisation seed."""
+    device: str = "auto"
+    """``auto`` (GPU when there is one), ``cpu`` or ``cuda`` (torch)."""
+    model: dict[str, int] = field(default_factory=dict)
+    """Model configuration when there is no parent."""
+
+
+@dataclass
+class TrainResult:
+    """What a learner step produced."""
+
+    checkpoint: CheckpointInfo | None
+    """``None`` when there was nothing new to learn from."""
+    samples: int
+    mean_reward: float
+    metrics: list[dict[str, float]]
+    seconds: float
+
+
+def _load_start(args: TrainArgs) -> tuple[ModelConfig, dict[str, np.ndarray] | None, CheckpointInfo | None]:
+    if args.parent:
+        info, cfg, weights = load_checkpoint(args.parent)
+        return cfg, weights, info
+    return ModelConfig.from_dict(args.model) if args.model else ModelConfig(), None, None
+
+
+def _write_metrics(path: Path, rows: list[dict[str, float]]) -> None:
+    with open(path, "w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+
+
+# ------------------------------------------------------------------- torch
+
+
+def _torch_step(
+    cfg: ModelConfig,
+    weights: dict[str, np.ndarray] | None,
+    batches: Batches,
+    args: TrainArgs,
+    on_step: Callable[[dict[str, float]], None] | None,
+) -> tuple[dict[str, np.ndarray], list[dict[str, float]]]:
+    import torch
+
+    from learners.losses_torch import policy_loss
+    from learners.torch_model import TinyLM, autocast, select_device, sequence_logprobs
+
+    torch.manual_seed(args.seed)
+    device = select_device(args.device)
+    model = TinyLM(cfg).to(device)
+    if weights is not None:
+        model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
+    ref = None
+    if args.kl_coef > 0 and weights is not None:
+        ref = TinyLM(cfg).to(device)
+        ref.load_state_dict(model.state_dict())
+        ref.eval()
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    model.train()
+    rows = []
+    step = 0
+    for epoch in range(args.epochs):
+        for batch in batches.torch(device):
+            with autocast(device):
+                new_logp = sequence_logprobs(model, batch["input_ids"], batch["completion_mask"])
+                ref_logp = None
+                if ref is not None:
+                    with torch.no_grad():
+                        ref_logp = sequence_logprobs(ref, batch["input_ids"], batch["completion_mask"])
+            loss, m = policy_loss(
+                new_logp.float(),
+                batch["old_logp"],
+                batch["advantages"],
+                batch["completion_mask"],
+                clip_eps=args.clip_eps,
+                ref_logp=None if ref_logp is None else ref_logp.float(),
+                kl_coef=args.kl_coef,
+            )
+            opt.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            opt.step()
+            row = {
+                "step": step,
+                "epoch": epoch,
+                "loss": float(loss.detach()) if hasattr(loss, "detach") else float(loss),
+                **{k: float(v) for k, v in m.items()},
+            }
+            rows.append(row)
+            if on_step:
+                on_step(row)
+            step += 1
+    return {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}, rows
+
+
+# --------------------------------------------------------------------- jax
+
+
+class _Adam:
+    """Adam over a dict of arrays (enough for the JAX learner, no optax needed)."""
+
+    def __init__(
+        self, params: dict[str, Any], lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
+    ):
+        import jax.numpy as jnp
+
+        self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
+        self.m = {k: jnp.zeros_like(v) for k, v in params.items()}
+        self.v = {k: jnp.zeros_like(v) for k, v in params.items()}
+        self.t = 0
+
+    def update(self, params: dict[str, Any], grads: dict[str, Any]) -> dict[str, Any]:
+        import jax.numpy as jnp
+
+        self.t += 1
+        out = {}
+        for k, g in grads.items():
+            self.m[k] = self.b1 * self.m[k] + (1 - self.b1) * g
+            self.v[k] = self.b2 * self.v[k] + (1 - self.b2) * g * g
+            mhat = self.m[k] / (1 - self.b1**self.t)
+            vhat = self.v[k] / (1 - self.b2**self.t)
+            out[k] = params[k] - self.lr * mhat / (jnp.sqrt(vhat) + self.eps)
+        return out
+
+
+def _clip_grads(grads: dict[str, Any], max_norm: float) -> dict[str, Any]:
+    import jax.numpy as jnp
+
+    total = jnp.sqrt(sum(jnp.sum(g * g) for g in grads.values()))
+    scale = jnp.minimum(1.0, max_norm / (total + 1e-6))
+    return {k: g * scale for k, g in grads.items()}
+
+
+def _jax_step(
+    cfg: ModelConfig,
+    weights: dict[str, np.ndarray] | None,
+    batches: Batches,
+    args: TrainArgs,
+    on_step: Callable[[dict[str, float]], None] | None,
+) -> tuple[dict[str, np.ndarray], list[dict[str, float]]]:
+    import jax
+    import jax.numpy as jnp
+
+    from learners.jax_model import init_params, params_from_numpy, params_to_numpy, sequence_logprobs
+    from learners.losses_jax import policy_loss
+
+    params = params_from_numpy(weights) if weights is not None else init_params(cfg, args.seed)
+    ref_params = params if args.kl_coef > 0 and weights is not None else None
+
+    def loss_fn(p: dict[str, Any], batch: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        new_logp = sequence_logprobs(p, batch["input_ids"], batch["completion_mask"], cfg)
+        ref_logp = None
+        if ref_params is not None:
+            ref_logp = jax.lax.stop_gradient(
+                sequence_logprobs(ref_params, batch["input_ids"], batch["completion_mask"], cfg)
+            )
+        return policy_loss(
+            new_logp, batch["old_logp"], batch["advantages"], batch["completion_mask"],
+            clip_eps=args.clip_eps, ref_logp=ref_logp, kl_coef=args.kl_coef,
+        )  # fmt: skip
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+    opt = _Adam(params, args.lr)
+    rows = []
+    step = 0
+    for epoch in range(args.epochs):
+        for nb in batches.numpy():
+            batch = {k: jnp.asarray(v) for k, v in nb.items()}
+            (loss, m), grads = grad_fn(params, batch)
+            params = opt.update(params, _clip_grads(grads, args.max_grad_norm))
+            row = {
+                "step": step,
+                "epoch": epoch,
+                "loss": float(loss.detach()) if hasattr(loss, "detach") else float(loss),
+                **{k: float(v) for k, v in m.items()},
+            }
+            rows.append(row)
+            if on_step:
+                on_step(row)
+            step += 1
+    return params_to_numpy(params), rows
+
+
+# -------------------------------------------------------------------- steps
+
+
+def train(
+    args: TrainArgs,
+    *,
+    on_step: Callable[[dict[str, float]], None] | None = None,
+    offsets: dict[str, Any] | None = None,
+) -> TrainResult:
+    """One learner step: new samples -> policy-gradient updates -> a checkpoint with lineage."""
+    start = time.monotonic()
+    cfg, weights, parent = _load_start(args)
+    since = (
+        parent.lineage.table_versions if (parent and args.incremental and parent.lineage.lake_uri) else None
+    )
+    data: SampleSet = load_samples(
+        DatasetSpec(
+            lake=args.lake,
+            judge_name=args.judge_name,
+            judge_version=args.judge_version,
+            since=since or None,
+            task_ids=frozenset(args.task_ids) if args.task_ids is not None else None,
+        )
+    )
+    if not data.samples:
+        return TrainResult(None, 0, 0.0, [], time.monotonic() - start)
+    batches = Batches(data.samples, batch_size=args.batch_size, max_len=cfg.max_len, seed=args.seed)
+    step_fn = _torch_step if args.backend == "torch" else _jax_step
+    if args.backend not in ("torch", "jax"):
+        raise ValueError(f"unknown backend {args.backend!r}")
+    new_weights, rows = step_fn(cfg, weights, batches, args, on_step)
+    summary = {
+        "loss": float(np.mean([r["loss"] for r in rows])),
+        "kl": float(np.mean([r.get("kl", 0.0) for r in rows])),
+        "clip_frac": float(np.mean([r.get("clip_frac", 0.0) for r in rows])),
+        "mean_reward": data.mean_reward,
+        "episodes": data.episodes,
+        "steps": len(rows),
+        "skipped": dict(data.skipped),
+        "args": {k: v for k, v in asdict(args).items() if k not in ("task_ids", "model")},
+    }
+    info = save_checkpoint(
+        args.checkpoint_root,
+        policy_id=args.policy_id,
+        backend=args.backend,
+        config=cfg,
+        weights=new_weights,
+        lineage=Lineage(
+            lake_uri=str(Path(args.lake).resolve()),
+            table_versions=data.table_versions,
+            judge_name=data.judge_name,
+            judge_version=data.judge_version,
+            num_samples=len(data.samples),
+            parent_id=parent.checkpoint_id if parent else None,
+            offsets=offsets or {},
+            metrics=summary,
+        ),
+    )
+    _write_metrics(Path(info.path) / "metrics.jsonl", rows)
+    return TrainResult(info, len(data.samples), data.mean_reward, rows, time.monotonic() - start)
+
+
+def supervised_warm_start(
+    pairs: Sequence[tuple[str, str]],
+    *,
+    checkpoint_root: str,
+    steps: int = 200,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    seed: int = 0,
+    policy_id: str = "tinylm",
+    model: ModelConfig | None = None,
+    note: str = "supervised warm start",
+    target_loss: float | None = None,
+    on_step: Callable[[dict[str, float]], None] | None = None,
+) -> CheckpointInfo:
+    """Next-token training on (prompt, completion) pairs (torch): a starting point for RL.
+
+    Its lineage says plainly that it came from these pairs, not from the lake.
+    With ``target_loss`` training stops once the mean loss of the last 20
+    steps falls below it (so the warm start only starts the skill off).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from learners.torch_model import TinyLM
+
+    torch.manual_seed(seed)
+    cfg = model or ModelConfig()
+    tok = CharTokenizer()
+    net = TinyLM(cfg)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    rng = np.random.default_rng(seed)
+    encoded = [([tok.BOS, *tok.encode(p)], [*tok.encode(c), tok.EOS]) for p, c in pairs]
+    losses = []
+    for step in range(steps):
+        idx = rng.integers(0, len(encoded), size=batch_size)
+        rows = [encoded[i][0] + encoded[i][1] for i in idx]
+        width = min(cfg.max_len, max(map(len, rows)))
+        ids = torch.full((batch_size, width), tok.PAD, dtype=torch.long)
+        target_mask = torch.zeros((batch_size, width))
+        for r, i in enumerate(idx):
+            row = rows[r][:width]
+            ids[r, : len(row)] = torch.tensor(row)
+            target_mask[r, len(encoded[i][0]) : len(row)] = 1.0
+        logits = net(ids)[:, :-1]
+        loss_t = F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none"
+        )
+        m = target_mask[:, 1:].reshape(-1)
+        loss = (loss_t * m).sum() / m.sum()
+        opt.zero_grad()
+        loss.backward()  # type: ignore[no-untyped-call]
+        opt.step()
+        losses.append(float(loss.detach()))
+        if on_step:
+            on_step({"step": step, "loss": losses[-1]})
+        if target_loss is not None and len(losses) >= 20 and float(np.mean(losses[-20:])) < target_loss:
+            break  # stop as soon as the model has started to do the task, and no later
+    return save_checkpoint(
+        checkpoint_root,
+        policy_id=policy_id,
+        backend="torch",
+        config=cfg,
+        weights={k: v.detach().numpy() for k, v in net.state_dict().items()},
+        lineage=Lineage(
+            lake_uri="",
+            table_versions={},
+            judge_name=None,
+            judge_version=None,
+            num_samples=len(pairs),
+            metrics={"final_loss": float(np.mean(losses[-20:])), "steps": len(losses)},
+            note=note,
+        ),
+    )

@@ -1,0 +1,1 @@
+printf '%s\n' daerb > answer.txt

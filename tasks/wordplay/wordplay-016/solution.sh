@@ -1,0 +1,1 @@
+printf '%s\n' cisum > answer.txt

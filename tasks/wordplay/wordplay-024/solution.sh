@@ -1,0 +1,1 @@
+printf '%s\n' maerd > answer.txt

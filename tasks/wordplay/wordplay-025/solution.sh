@@ -1,0 +1,1 @@
+printf '%s\n' niart > answer.txt

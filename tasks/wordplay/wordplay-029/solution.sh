@@ -1,0 +1,1 @@
+printf '%s\n' hcaeb > answer.txt

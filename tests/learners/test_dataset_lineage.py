@@ -1,0 +1,142 @@
+"""The learner's side of the loop on a real lake: pinned reads, exclusions, increments, training, lineage."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingest.kafka_broker import EmbeddedKafka
+from ingest.recorder import EpisodeRecorder
+from judges import build_judge, load_task
+from learners.checkpoints import lineage_chain, load_checkpoint, record_checkpoint
+from learners.dataset import DatasetSpec, load_samples
+from learners.trainer import TrainArgs, supervised_warm_start, train
+from pipelines import PipelineConfig, run_once
+from rollouts import GeneratorPolicy, PolicyUnavailableError, run_episode
+from rollouts.runner import ROLLOUT_SPEC
+from sandboxes import SandboxBackend, SandboxPool
+from trajlake.policy_specs import make_policy
+
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture(scope="module")
+def world(
+    kafka: EmbeddedKafka,
+    local_backend: SandboxBackend,
+    base_image: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, Any]]:
+    """A topic, a lake, a starting checkpoint and a sandbox pool shared by the tests of this module."""
+    root = tmp_path_factory.mktemp("loop")
+    topic = f"t.loop.{random.getrandbits(32):08x}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 4}).ensure_topics()
+    pairs = [(f'Write "{w}" reversed into answer.txt.\n', w[::-1]) for w in ("abc", "hello", "xyz", "qwer")]
+    ckpt = supervised_warm_start(pairs, checkpoint_root=str(root / "ckpt"), steps=30, note="test start")
+    rec = EpisodeRecorder.open(
+        bootstrap=kafka.bootstrap, home=root, worker_id="t", topic=topic, delivery="inline"
+    )
+    with SandboxPool(local_backend, ROLLOUT_SPEC, max_size=1) as pool:
+        yield {"root": root, "topic": topic, "ckpt": ckpt, "rec": rec, "pool": pool, "kafka": kafka}
+    rec.close()
+
+
+def _episodes(world: dict[str, Any], ids: list[str], per_task: int, group: str) -> list[Any]:
+    policy = make_policy(f"local:{world['ckpt'].path}?seed=3")
+    out = []
+    for tid in ids:
+        task = load_task(TASKS / "wordplay" / tid)
+        for a in range(per_task):
+            out.append(
+                run_episode(task, policy, world["pool"], world["rec"], group_id=f"{group}:{tid}", attempt=a)
+            )
+    world["rec"].flush()
+    return out
+
+
+def _fold(world: dict[str, Any]) -> None:
+    cfg = PipelineConfig(
+        bootstrap=world["kafka"].bootstrap, lake_root=str(world["root"] / "lake"), topics=(world["topic"],)
+    )
+    run_once(cfg)
+
+
+def test_pinned_reads_exclusions_increments_training_and_lineage(world: dict[str, Any]) -> None:
+    lake = str(world["root"] / "lake")
+    judge = build_judge(load_task(TASKS / "wordplay" / "wordplay-001").spec.judge)
+    first = _episodes(world, ["wordplay-001", "wordplay-002"], 3, "g1")
+    assert all(o.status in ("success", "failure") for o in first)
+    # an infra_error episode: its policy's server is gone mid-episode
+    dead = GeneratorPolicy(
+        lambda p: (_ for _ in ()).throw(PolicyUnavailableError("model server gone")),
+        policy_id="broken",
+        policy_version="x",
+    )
+    bad = run_episode(load_task(TASKS / "wordplay" / "wordplay-003"), dead, world["pool"], world["rec"])
+    world["rec"].flush()
+    assert bad.status == "infra_error"
+    _fold(world)
+
+    spec = DatasetSpec(lake=lake, judge_name=judge.name)
+    v1 = load_samples(spec)
+    assert v1.judge_version == judge.version
+    assert len(v1.samples) == 6 and v1.episodes == 6
+    assert v1.skipped["status:infra_error"] == 1  # never reaches the loss
+    s = v1.samples[0]
+    assert len(s.completion_ids) == len(s.behaviour_logprobs) > 0 and s.prompt_ids[0] == 1
+    assert {x.group_id for x in v1.samples} == {"g1:wordplay-001", "g1:wordplay-002"}
+
+    # more episodes land in the lake; a read pinned at the old versions does not see them
+    _episodes(world, ["wordplay-004"], 2, "g2")
+    _fold(world)
+    pinned = load_samples(DatasetSpec(lake=lake, judge_name=judge.name, versions=v1.table_versions))
+    assert [x.episode_id for x in pinned.samples] == [x.episode_id for x in v1.samples]
+    now = load_samples(spec)
+    assert len(now.samples) == 8 and now.table_versions["episodes"] > v1.table_versions["episodes"]
+    new = load_samples(DatasetSpec(lake=lake, judge_name=judge.name, since=v1.table_versions))
+    assert {x.group_id for x in new.samples} == {"g2:wordplay-004"}
+
+    # learner steps in both backends, each reading only what is new since its parent
+    root = world["root"]
+    for backend in ("torch", "jax"):
+        res = train(
+            TrainArgs(
+                lake=lake,
+                checkpoint_root=str(root / "ckpt"),
+                judge_name=judge.name,
+                parent=world["ckpt"].path,
+                backend=backend,
+                epochs=1,
+                batch_size=4,
+            )
+        )
+        assert res.checkpoint is not None and res.samples == 8 and res.metrics
+        info, _, weights = load_checkpoint(res.checkpoint.path)
+        assert info.lineage.table_versions == now.table_versions
+        assert (
+            info.lineage.judge_version == judge.version
+            and info.lineage.parent_id == world["ckpt"].checkpoint_id
+        )
+        assert set(weights) == set(load_checkpoint(world["ckpt"].path)[2])
+    record_checkpoint(lake, world["ckpt"])
+    record_checkpoint(lake, res.checkpoint)
+    chain = lineage_chain(lake, res.checkpoint.checkpoint_id)
+    assert [c["checkpoint_id"] for c in chain] == [res.checkpoint.checkpoint_id, world["ckpt"].checkpoint_id]
+    assert '"episodes"' in chain[0]["table_versions"] and chain[0]["judge_version"] == judge.version
+    assert chain[1]["table_versions"] == "{}" and "test start" in chain[1]["metrics"]
+    # nothing new since the latest checkpoint: the next step has nothing to learn from
+    again = train(
+        TrainArgs(
+            lake=lake,
+            checkpoint_root=str(root / "ckpt"),
+            judge_name=judge.name,
+            parent=res.checkpoint.path,
+            epochs=1,
+        )
+    )
+    assert again.checkpoint is None and again.samples == 0

@@ -1,0 +1,217 @@
+"""The rollout worker loop against a real broker, real sandboxes and real judges."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ingest.kafka_broker import EmbeddedKafka
+from ingest.log_reader import read_events
+from ingest.recorder import EpisodeRecorder
+from judges import build_judge, load_task
+from rollouts import (
+    OpenAIChatPolicy,
+    RolloutConfig,
+    ScriptedPolicy,
+    TaskPool,
+    ToolAction,
+    parse_action,
+    run_episode,
+    run_rollouts,
+)
+from rollouts.runner import ROLLOUT_SPEC
+from sandboxes import SandboxBackend, SandboxConfig, SandboxPool
+
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def recorder(kafka: EmbeddedKafka, topic: str, tmp_path: Path) -> Iterator[EpisodeRecorder]:
+    rec = EpisodeRecorder.open(
+        bootstrap=kafka.bootstrap, home=tmp_path, worker_id="w", topic=topic, delivery="inline"
+    )
+    yield rec
+    rec.close()
+
+
+@pytest.fixture
+def pool(local_backend: SandboxBackend, base_image: str) -> Iterator[SandboxPool]:
+    with SandboxPool(local_backend, ROLLOUT_SPEC, max_size=1) as p:
+        yield p
+
+
+def _events(kafka: EmbeddedKafka, topic: str, episode_id: str) -> list[Any]:
+    events = [r.event for r in read_events(kafka.bootstrap, topic, episode_id=episode_id)]
+    assert all(e is not None for e in events)
+    return events
+
+
+def test_an_episode_is_recorded_complete_and_in_order(
+    kafka: EmbeddedKafka, topic: str, recorder: EpisodeRecorder, pool: SandboxPool
+) -> None:
+    task = load_task(TASKS / "pyfix" / "pyfix-004")
+    policy = ScriptedPolicy([{"bash": "ls"}, "apply_reference", {"bash": "python3 -m pytest -q tests"}])
+    out = run_episode(task, policy, pool, recorder, group_id="g1", attempt=2)
+    recorder.flush()
+    assert out.status == "success" and out.verdict == "pass" and out.steps == 4
+    assert out.score is not None and 0.99 < out.score < 1.0  # one step past the free ones costs efficiency
+    events = _events(kafka, topic, out.episode_id)
+    assert [e.seq for e in events] == list(range(len(events)))
+    types = [e.type for e in events]
+    assert types[0] == "episode_started" and types[-1] == "episode_ended"
+    started = events[0].payload
+    assert started.task.id == "pyfix-004" and started.group_id == "g1" and started.attempt == 2
+    assert types.count("model_call") == 4 and types.count("tool_call") == types.count("tool_result") == 4
+    actions = [e.payload.action for e in events if e.type == "sandbox"]
+    assert actions == ["acquired", "reset", "snapshot", "released"]  # the judge's snapshot kills leftovers
+    reward = next(e.payload for e in events if e.type == "reward")
+    assert reward.judge_version == build_judge(task.spec.judge).version and reward.verdict == "pass"
+    assert events[-1].payload.status == "success"
+
+
+def test_a_sandbox_killed_mid_episode_is_infra_error_not_a_failure(
+    kafka: EmbeddedKafka, topic: str, recorder: EpisodeRecorder, pool: SandboxPool
+) -> None:
+    task = load_task(TASKS / "pyfix" / "pyfix-004")
+
+    def kill_soon() -> None:
+        time.sleep(1.0)
+        for sb in list(pool._in_use.values()):  # the one leased sandbox
+            for pid in sb[0]._cgroup.procs():  # type: ignore[attr-defined]
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "bwrap":
+                    os.kill(pid, signal.SIGKILL)
+
+    threading.Thread(target=kill_soon, daemon=True).start()
+    out = run_episode(task, ScriptedPolicy([{"bash": "sleep 20"}]), pool, recorder)
+    recorder.flush()
+    assert out.status == "infra_error" and out.verdict is None and "SandboxCrashedError" in (out.error or "")
+    events = _events(kafka, topic, out.episode_id)
+    assert not [e for e in events if e.type == "reward"], "a crashed sandbox must never yield a reward"
+    assert "crashed" in [e.payload.action for e in events if e.type == "sandbox"]
+    assert events[-1].type == "episode_ended" and events[-1].payload.status == "infra_error"
+
+
+def test_the_step_limit_truncates_but_still_judges(
+    kafka: EmbeddedKafka, topic: str, recorder: EpisodeRecorder, pool: SandboxPool, tmp_path: Path
+) -> None:
+    dest = tmp_path / "pyfix" / "short"
+    shutil.copytree(TASKS / "pyfix" / "pyfix-004", dest)
+    shutil.copy(TASKS / "pyfix" / "family.yaml", dest.parent / "family.yaml")
+    spec = yaml.safe_load((dest / "task.yaml").read_text())
+    spec["limits"] = {"max_steps": 2, "time_limit_s": 60}
+    (dest / "task.yaml").write_text(yaml.safe_dump(spec))
+    out = run_episode(load_task(dest), ScriptedPolicy([{"bash": "ls"}] * 5), pool, recorder)
+    recorder.flush()
+    assert out.status == "truncated" and out.steps == 2 and out.verdict == "fail"
+    events = _events(kafka, topic, out.episode_id)
+    assert [e.type for e in events][-2:] == ["reward", "episode_ended"]
+    assert "step limit" in (events[-1].payload.reason or "")
+
+
+def test_worker_processes_each_record_their_episodes(
+    kafka: EmbeddedKafka,
+    topic: str,
+    local_backend: SandboxBackend,
+    sandbox_config: SandboxConfig,
+    tmp_path: Path,
+) -> None:
+    pool = TaskPool([TASKS / "pyfix"], ids=["pyfix-001", "pyfix-004", "pyfix-012"])
+    import random
+
+    assignments = pool.sample(3, 2, rng=random.Random(1))
+    cfg = RolloutConfig(
+        bootstrap=kafka.bootstrap,
+        home=str(tmp_path),
+        topic=topic,
+        policy_factory="trajlake.policy_specs:make_policy",
+        policy_spec="scripted:reference",
+        sandbox_config=sandbox_config,
+        workers=2,
+    )
+    outcomes = run_rollouts(cfg, assignments)
+    assert len(outcomes) == 6 and {o.status for o in outcomes} == {"success"}
+    groups = {o.group_id for o in outcomes}
+    assert len(groups) == 3  # G=2 attempts share a group
+    workers = set()
+    for o in outcomes:
+        events = _events(kafka, topic, o.episode_id)
+        assert [e.seq for e in events] == list(range(len(events)))
+        workers.add(events[0].producer.worker_id)
+    assert len(workers) == 2
+
+
+class _ChatServer(BaseHTTPRequestHandler):
+    replies: list[str] = []
+    requests: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(body)
+        text = type(self).replies[min(len(type(self).requests) - 1, len(type(self).replies) - 1)]
+        tokens = [
+            {"token": ch, "logprob": -0.1 * (i + 1), "token_id": 100 + i} for i, ch in enumerate(text[:8])
+        ]
+        reply = {
+            "model": body["model"],
+            "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+                         "logprobs": {"content": tokens}}],
+        }  # fmt: skip
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_openai_compatible_policy_records_logprobs(
+    kafka: EmbeddedKafka, topic: str, recorder: EpisodeRecorder, pool: SandboxPool
+) -> None:
+    _ChatServer.replies = ["Let me look.\n```bash\ncat README.md\n```", "submit"]
+    _ChatServer.requests = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        policy = OpenAIChatPolicy(f"http://127.0.0.1:{server.server_port}/v1", "test-model", temperature=0.2)
+        out = run_episode(load_task(TASKS / "pyfix" / "pyfix-004"), policy, pool, recorder)
+    finally:
+        server.shutdown()
+    recorder.flush()
+    assert out.status == "failure" and out.steps == 2  # looked, then submitted without fixing
+    calls = [e.payload for e in _events(kafka, topic, out.episode_id) if e.type == "model_call"]
+    assert calls[0].completion.startswith("Let me look") and calls[0].model == "test-model"
+    assert calls[0].completion_token_ids == list(range(100, 108))
+    assert calls[0].completion_logprobs[0] == pytest.approx(-0.1)
+    second = _ChatServer.requests[1]["messages"]
+    assert second[-1]["role"] == "user" and "[bash exit=0]" in second[-1]["content"]  # the observation
+    assert _ChatServer.requests[0]["logprobs"] is True and _ChatServer.requests[0]["temperature"] == 0.2
+
+
+@pytest.mark.parametrize(
+    ("text", "action"),
+    [
+        ("```bash\nls -la\n```", ToolAction("bash", {"command": "ls -la"})),
+        ('{"tool": "write_file", "arguments": {"path": "a", "content": "b"}}',
+         ToolAction("write_file", {"path": "a", "content": "b"})),
+        ("submit", ToolAction("submit")),
+        ("I think the bug is in line 3.", None),
+    ],
+)  # fmt: skip
+def test_actions_are_read_from_completions(text: str, action: ToolAction | None) -> None:
+    assert parse_action(text) == action

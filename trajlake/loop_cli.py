@@ -1,0 +1,195 @@
+"""``trajlake rollout``, ``trajlake train`` and ``trajlake lineage``: the loop, one phase at a time."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from schemas.errors import TrajlakeError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _settings() -> Any:
+    from trajlake.settings import Settings
+
+    return Settings()
+
+
+def _fail(exc: BaseException, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/bold red] {exc}")
+    raise typer.Exit(code=code)
+
+
+def rollout(
+    tasks: Annotated[list[Path], typer.Option("--tasks", help="Task directories (repeatable).")],
+    policy: Annotated[
+        str, typer.Option(help="scripted:reference | scripted:FILE | openai:URL#MODEL | local:CKPT")
+    ],
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    episodes: Annotated[int, typer.Option(help="Episodes in all (tasks x group size).")] = 8,
+    group_size: Annotated[int, typer.Option(help="Attempts per task (group-relative advantages).")] = 4,
+    family: Annotated[list[str] | None, typer.Option(help="Only these families.")] = None,
+    tier: Annotated[list[str] | None, typer.Option(help="Only these tiers.")] = None,
+    seed: Annotated[int, typer.Option(help="Task sampling seed.")] = 0,
+) -> None:
+    """Run episodes of admitted tasks with a policy, in sandboxes, recording every step to Kafka."""
+    from rollouts import run_rollouts
+    from trajlake.loop import load_pool, rollout_config
+
+    s = _settings()
+    try:
+        pool = load_pool(tasks, Path(s.lake), families=family, tiers=tier)
+        if not len(pool):
+            raise ValueError("no admitted task matches (run `trajlake tasks admit` first?)")
+        n_tasks = max(1, episodes // max(1, group_size))
+        assignments = pool.sample(n_tasks, group_size, rng=random.Random(seed), tag="rollout:")[:episodes]
+        cfg = rollout_config(s, policy, workers=workers)
+    except (TrajlakeError, ValueError) as exc:
+        _fail(exc)
+    outcomes = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+    ) as progress:
+        bar = progress.add_task("episodes", total=len(assignments))
+
+        def show(o: Any) -> None:
+            outcomes.append(o)
+            progress.update(bar, advance=1, description=f"{o.task_id}: {o.status}")
+
+        try:
+            run_rollouts(cfg, assignments, on_outcome=show)
+        except RuntimeError as exc:
+            _fail(exc, code=1)
+    table = Table(title=f"{len(outcomes)} episodes, policy {policy}")
+    for col in ("task", "group", "status", "verdict", "score", "steps", "seconds"):
+        table.add_column(col)
+    for o in outcomes:
+        table.add_row(
+            o.task_id,
+            (o.group_id or "")[-12:],
+            o.status,
+            str(o.verdict),
+            f"{o.score:.2f}" if o.score is not None else "-",
+            str(o.steps),
+            f"{o.duration_s:.1f}",
+        )
+    console.print(table)
+
+
+def train(
+    judge: Annotated[str, typer.Option(help="Judge whose rewards are the signal.")] = "composite",
+    judge_version: Annotated[
+        str | None, typer.Option(help="Pinned judge version (default: most common).")
+    ] = None,
+    backend: Annotated[str, typer.Option(help="torch | jax")] = "torch",
+    parent: Annotated[str | None, typer.Option(help="Checkpoint directory to continue from.")] = None,
+    task: Annotated[list[str] | None, typer.Option(help="Only these task ids.")] = None,
+    epochs: Annotated[int, typer.Option(help="Passes over the new samples.")] = 2,
+    batch_size: Annotated[int, typer.Option(help="Minibatch size.")] = 32,
+    lr: Annotated[float, typer.Option(help="Learning rate.")] = 3e-4,
+    kl_coef: Annotated[float, typer.Option(help="KL penalty to the parent (0: none).")] = 0.0,
+    full: Annotated[
+        bool, typer.Option(help="Read every episode, not only those new since the parent.")
+    ] = False,
+    device: Annotated[str, typer.Option(help="auto | cpu | cuda (torch).")] = "auto",
+) -> None:
+    """One learner step from the lake at pinned versions -> a checkpoint with lineage."""
+    from learners.checkpoints import emit_checkpoint_event, record_checkpoint
+    from learners.trainer import TrainArgs
+    from learners.trainer import train as run_train
+
+    s = _settings()
+    args = TrainArgs(
+        lake=str(Path(s.lake).resolve()),
+        checkpoint_root=str(Path(s.checkpoints).resolve()),
+        judge_name=judge,
+        judge_version=judge_version,
+        parent=parent,
+        backend=backend,
+        task_ids=task,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        kl_coef=kl_coef,
+        incremental=not full,
+        device=device,
+    )
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console) as progress:
+        bar = progress.add_task("training", total=None)
+
+        def show(row: dict[str, float]) -> None:
+            progress.update(
+                bar,
+                description=f"step {row['step']}: loss {row['loss']:.4f} "
+                f"kl {row.get('kl', 0):.4f} clip {row.get('clip_frac', 0):.2f}",
+            )
+
+        try:
+            res = run_train(args, on_step=show)
+        except (TrajlakeError, ValueError, FileNotFoundError) as exc:
+            _fail(exc)
+    if res.checkpoint is None:
+        console.print("no new samples to learn from")
+        raise typer.Exit(code=1)
+    record_checkpoint(args.lake, res.checkpoint)
+    try:
+        emit_checkpoint_event(s.kafka_bootstrap, s.topic_learner, res.checkpoint)
+    except TrajlakeError as exc:
+        err_console.print(f"[yellow]checkpoint recorded in the table, not in the log: {exc}[/yellow]")
+    info = res.checkpoint
+    console.print(f"[green]{info.checkpoint_id}[/green] at {info.path}")
+    console.print(
+        f"{res.samples} samples, mean reward {res.mean_reward:.3f}, {len(res.metrics)} steps in "
+        f"{res.seconds:.1f}s; tables {info.lineage.table_versions}; judge {info.lineage.judge_name} "
+        f"{info.lineage.judge_version}; metrics {info.path}/metrics.jsonl"
+    )
+
+
+def lineage(
+    checkpoint: Annotated[str, typer.Argument(help="Checkpoint id (or `latest`).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the chain as JSON.")] = False,
+) -> None:
+    """The chain from a checkpoint back to the data, tables and judges that produced it."""
+    from learners.checkpoints import lineage_chain, read_checkpoints
+
+    lake = Path(_settings().lake)
+    if checkpoint == "latest":
+        rows = read_checkpoints(lake)
+        if not rows:
+            _fail(ValueError(f"no checkpoints in {lake}/checkpoints"), code=1)
+        checkpoint = max(rows.values(), key=lambda r: r["created_at"])["checkpoint_id"]
+    try:
+        chain = lineage_chain(lake, checkpoint)
+    except KeyError as exc:
+        _fail(ValueError(str(exc).strip("'\"")), code=1)
+    if as_json:
+        print(json.dumps(chain, default=str, indent=2))
+        return
+    table = Table(title=f"lineage of {checkpoint}")
+    for col in ("checkpoint", "created", "backend", "samples", "table versions", "judge", "parent"):
+        table.add_column(col)
+    for r in chain:
+        metrics = json.loads(r["metrics"] or "{}")
+        table.add_row(
+            r["checkpoint_id"],
+            str(r["created_at"])[:19],
+            r["backend"],
+            str(r["num_samples"]),
+            r["table_versions"] if r["table_versions"] != "{}" else metrics.get("note", "-"),
+            f"{r['judge_name']} {r['judge_version']}" if r["judge_name"] else "-",
+            r["parent_id"] or "-",
+        )
+    console.print(table)
