@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -452,8 +453,12 @@ def demo(
         )
     except TrajlakeError as exc:
         _fail(exc)
-    if not ok:
-        raise typer.Exit(code=1)
+    # Every result is written and flushed by now. Leave without interpreter teardown: native
+    # threads of the libraries the loop ran in this process (the Beam runner's gRPC, the Delta
+    # runtime) can abort the process while being torn down, turning a finished demo into a crash.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0 if ok else 1)
 
 
 def main() -> None:

@@ -45,8 +45,9 @@ def test_up_status_down_and_data_survives(tmp_path: Path) -> None:
         run(home, port, "up")
         st = status(home, port)
         assert st["running"] and st["bootstrap"] == f"127.0.0.1:{port}"
-        assert set(st["topics"]) == {"trajlake.episodes", "trajlake.judgements"}
-        assert all(len(p) == 8 for p in st["topics"].values())
+        assert set(st["topics"]) == {"trajlake.episodes", "trajlake.judgements", "trajlake.learner"}
+        assert len(st["topics"]["trajlake.episodes"]) == len(st["topics"]["trajlake.judgements"]) == 8
+        assert len(st["topics"]["trajlake.learner"]) == 1
         again = run(home, port, "up")  # harmless when running
         assert "already running" in again.stderr
         # Record through the CLI's importer, then bounce the broker.
