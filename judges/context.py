@@ -107,17 +107,6 @@ class FileChange:
                 out += [(i + 1, old[i]) for i in range(i1, i2)]
         return out
 
-    def unified(self) -> str:
-        """The change as a unified diff."""
-        return "".join(
-            difflib.unified_diff(
-                (self.old or "").splitlines(keepends=True),
-                (self.new or "").splitlines(keepends=True),
-                fromfile=f"a/{self.path}",
-                tofile=f"b/{self.path}",
-            )
-        )
-
 
 @dataclass
 class WorkspaceDiff:
@@ -125,18 +114,10 @@ class WorkspaceDiff:
 
     changes: list[FileChange] = field(default_factory=list)
 
-    def by_kind(self, kind: str) -> list[FileChange]:
-        """Changes of one kind."""
-        return [c for c in self.changes if c.kind == kind]
-
     @property
     def paths(self) -> list[str]:
         """Changed paths."""
         return [c.path for c in self.changes]
-
-    def patch(self) -> str:
-        """Every change as one unified diff."""
-        return "".join(c.unified() for c in self.changes)
 
 
 def _text(data: bytes | None) -> str | None:

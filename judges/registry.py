@@ -9,6 +9,7 @@ configuration, so changing either makes a new version.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -72,10 +73,7 @@ class Judge(ABC):
     def version_inputs(self) -> dict[str, Any]:
         """What the version hashes: module sources and configuration (extended by composites)."""
         modules = [type(self).__module__, __name__, "judges.judgement", *self.code_modules]
-        code = {}
-        for mod in dict.fromkeys(modules):
-            source = inspect.getsource(sys.modules[mod]) if mod in sys.modules else ""
-            code[mod] = hashlib.sha256(source.encode()).hexdigest()
+        code = {mod: _module_digest(mod) for mod in dict.fromkeys(modules)}
         return {"name": self.name, "code": code, "config": self.config.model_dump(mode="json")}
 
     @cached_property
@@ -117,6 +115,13 @@ class Judge(ABC):
     @abstractmethod
     def _judge(self, ctx: JudgeContext) -> Outcome:
         """The judge's own logic."""
+
+
+@functools.cache
+def _module_digest(module: str) -> str:
+    """sha256 of a loaded module's source (read once per process; a judge is built per episode)."""
+    source = inspect.getsource(sys.modules[module]) if module in sys.modules else ""
+    return hashlib.sha256(source.encode()).hexdigest()
 
 
 J = TypeVar("J", bound=type[Judge])

@@ -10,7 +10,6 @@ a sandbox that breaks or a recorder that cannot record ends it as
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,8 +167,3 @@ def run_episode(
         policy_version=policy.policy_version,
         error=error,
     )
-
-
-def new_group_id(task: Task) -> str:
-    """A group id for the G attempts at one task (group-relative advantages)."""
-    return f"{task.id}:{uuid.uuid4().hex[:12]}"

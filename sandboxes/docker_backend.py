@@ -36,7 +36,7 @@ from sandboxes.errors import (
 from sandboxes.exec_io import CappedBuffer
 from sandboxes.images import AGENT_UID, ImageRecord, ImageStore
 from sandboxes.interface import DEFAULT_PATH, WORKSPACE, ExecResult, Sandbox, SandboxSpec
-from sandboxes.mounts import mount, umount
+from sandboxes.mounts import mount_tmpfs, umount
 from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
 from sandboxes.workspace_io import clear_dir, copy_tree, read_under, write_under
 from schemas.events import ResourceUsage
@@ -181,24 +181,11 @@ class DockerSandbox(Sandbox):
         # parents are shared by concurrent sandboxes; the sandbox's own dir is not
         self.dir.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         self.dir.mkdir(mode=0o755)
-        self._ws.mkdir()
         self._snaps.mkdir()
-        try:
-            mount(
-                "tmpfs",
-                self._ws,
-                "tmpfs",
-                f"size={self.spec.disk_mb}m,mode=0755,uid={AGENT_UID},gid={AGENT_UID}",
-            )
-        except OSError as exc:
-            raise SandboxUnavailableError(f"cannot mount the workspace tmpfs: {exc}") from exc
+        mount_tmpfs(self._ws, self.spec.disk_mb, "the workspace tmpfs", owner=AGENT_UID)
         self._mounted = True
         # /tmp is a host tmpfs too, so reset can empty it without a round trip through the engine
-        self._tmp.mkdir()
-        try:
-            mount("tmpfs", self._tmp, "tmpfs", f"size={self.spec.tmp_mb}m,mode=1777")
-        except OSError as exc:
-            raise SandboxUnavailableError(f"cannot mount the sandbox's /tmp: {exc}") from exc
+        mount_tmpfs(self._tmp, self.spec.tmp_mb, "the sandbox's /tmp", mode="1777")
         self._tmp_mounted = True
         self._load_template()
         fsize = (self.spec.file_size_mb or self.spec.disk_mb) << 20

@@ -8,9 +8,7 @@ reports its lifecycle the same way.
 
 from __future__ import annotations
 
-import json
 import posixpath
-import shlex
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -66,10 +64,6 @@ class ExecResult:
         out = asdict(self)
         out["usage"] = self.usage.model_dump() if self.usage is not None else None
         return out
-
-    def to_json(self) -> str:
-        """The result as one JSON object."""
-        return json.dumps(self.to_dict())
 
 
 @dataclass(frozen=True)
@@ -393,8 +387,3 @@ class Sandbox(ABC):
     @abstractmethod
     def _close(self) -> None:
         """Free everything; called once."""
-
-
-def shell_join(argv: Sequence[str]) -> str:
-    """A shell-quoted command line, for logs and events."""
-    return shlex.join(argv)

@@ -40,7 +40,7 @@ from sandboxes.errors import (
 from sandboxes.exec_io import CappedBuffer, exit_code_of
 from sandboxes.images import AGENT_UID, ImageStore
 from sandboxes.interface import DEFAULT_PATH, WORKSPACE, ExecResult, Sandbox, SandboxSpec
-from sandboxes.mounts import mount, umount
+from sandboxes.mounts import mount, mount_tmpfs, umount
 from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
 from sandboxes.workspace_io import clear_dir, copy_tree, read_under, write_under
 from schemas.events import ResourceUsage
@@ -124,7 +124,6 @@ class LocalSandbox(Sandbox):
         self._next_layer = 0
         self._mounted: list[Path] = []
         self._cgroup: CgroupSet | None = None
-        self._killed_by_us: set[int] = set()
         try:
             self._setup()
         except BaseException:
@@ -137,19 +136,11 @@ class LocalSandbox(Sandbox):
         # parents are shared by concurrent sandboxes; the sandbox's own dir is not
         self.dir.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         self.dir.mkdir(mode=0o755)
-        self._disk.mkdir()
         self._ws.mkdir()
-        try:
-            mount("tmpfs", self._disk, "tmpfs", f"size={self.spec.disk_mb}m,mode=0755")
-        except OSError as exc:
-            raise SandboxUnavailableError(f"cannot mount the workspace tmpfs: {exc}") from exc
+        mount_tmpfs(self._disk, self.spec.disk_mb, "the workspace tmpfs")
         self._mounted.append(self._disk)
         # /tmp lives as long as the sandbox (like a container's), bounded on its own
-        self._tmp.mkdir()
-        try:
-            mount("tmpfs", self._tmp, "tmpfs", f"size={self.spec.tmp_mb}m,mode=1777")
-        except OSError as exc:
-            raise SandboxUnavailableError(f"cannot mount the sandbox's /tmp: {exc}") from exc
+        mount_tmpfs(self._tmp, self.spec.tmp_mb, "the sandbox's /tmp", mode="1777")
         self._mounted.append(self._tmp)
         (self._disk / "layers").mkdir()
         self._load_template()

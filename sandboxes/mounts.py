@@ -12,6 +12,8 @@ import errno
 import os
 from pathlib import Path
 
+from sandboxes.errors import SandboxUnavailableError
+
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 _MNT_DETACH = 2
 
@@ -33,3 +35,19 @@ def umount(target: Path) -> None:
     if err == errno.EBUSY and _libc.umount2(str(target).encode(), _MNT_DETACH) == 0:
         return
     raise OSError(err, f"umount {target}: {os.strerror(err)}")
+
+
+def mount_tmpfs(
+    target: Path, size_mb: int, what: str, *, mode: str = "0755", owner: int | None = None
+) -> None:
+    """Mount a size-bounded tmpfs at ``target`` (created here).
+
+    Raises:
+        SandboxUnavailableError: the mount failed (``what`` names it in the message).
+    """
+    target.mkdir()
+    opts = f"size={size_mb}m,mode={mode}" + (f",uid={owner},gid={owner}" if owner is not None else "")
+    try:
+        mount("tmpfs", target, "tmpfs", opts)
+    except OSError as exc:
+        raise SandboxUnavailableError(f"cannot mount {what}: {exc}") from exc

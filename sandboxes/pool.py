@@ -17,7 +17,6 @@ latency, in use, idle, waiting, created, destroyed, crashed, timeouts.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import statistics
 import threading
@@ -141,7 +140,6 @@ class SandboxPool:
             ("acquired", "created", "destroyed", "crashed", "acquire_timeouts", "warm_hits"), 0
         )
         self._latencies: deque[float] = deque(maxlen=10_000)
-        self._ids = itertools.count()
         self._maintainer = threading.Thread(target=self._maintain, name="sandbox-pool", daemon=True)
         self._maintainer.start()
 

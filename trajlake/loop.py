@@ -7,7 +7,6 @@ files, never directly.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -118,7 +117,7 @@ def metrics_from_lake(lake: Path, episode_ids: set[str], judge_name: str) -> Spl
 
 def family_judge(tasks: Sequence[Task]) -> tuple[str, str]:
     """The judge name and version the tasks' rewards carry (they must share one)."""
-    judges = {(build_judge(t.spec.judge).name, build_judge(t.spec.judge).version) for t in tasks}
+    judges = {(j.name, j.version) for j in (build_judge(t.spec.judge) for t in tasks)}
     if len(judges) != 1:
         raise ValueError(f"tasks are judged by several judges: {sorted(judges)}")
     return judges.pop()
@@ -127,9 +126,3 @@ def family_judge(tasks: Sequence[Task]) -> tuple[str, str]:
 def load_pool(paths: Sequence[str | Path], lake: Path, **filters: Any) -> TaskPool:
     """Tasks under ``paths`` that the ``tasks`` table admits (all valid ones when it has no rows yet)."""
     return TaskPool(paths, admitted=admitted_ids(lake), **filters)
-
-
-def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as indented JSON."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str))

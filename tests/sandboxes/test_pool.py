@@ -191,7 +191,8 @@ def test_sandbox_killed_mid_episode_is_replaced_and_the_episode_is_infra_error(
 
 
 def test_idle_sandbox_killed_from_outside_is_not_handed_out(docker_backend: SandboxBackend) -> None:
-    with SandboxPool(docker_backend, SMALL, max_size=2, warm=1) as pool:
+    # one slot: the killed sandbox is the only warm one, so acquire must notice it is dead
+    with SandboxPool(docker_backend, SMALL, max_size=1, warm=1) as pool:
         assert pool.wait_warm(60)
         sb = pool.acquire()
         victim_id = sb.id
