@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
 import sys
+import threading
+import traceback
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -453,12 +456,8 @@ def demo(
         )
     except TrajlakeError as exc:
         _fail(exc)
-    # Every result is written and flushed by now. Leave without interpreter teardown: native
-    # threads of the libraries the loop ran in this process (the Beam runner's gRPC, the Delta
-    # runtime) can abort the process while being torn down, turning a finished demo into a crash.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0 if ok else 1)
+    if not ok:
+        raise typer.Exit(code=1)
 
 
 def main() -> None:
@@ -471,9 +470,43 @@ def main() -> None:
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
     try:
         app()
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
     except KeyboardInterrupt:
-        sys.exit(130)
+        code = 130
+    except BaseException:  # noqa: BLE001 - an uncaught error is printed as Python would, then we leave
+        traceback.print_exc()
+        code = 1
+    _leave(code)
 
 
-if __name__ == "__main__":
-    main()
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _leave(code: int) -> None:
+    """Exit like the interpreter does, less the native teardown.
+
+    Every command has written, flushed and closed what it produced by the time it returns. The
+    interpreter's own exit would then destroy the native thread pools of the libraries a command
+    used (Arrow's under the Delta reader, the Delta runtime, gRPC under the Beam runner) and, now
+    and then, one of them is still joinable: ``std::terminate`` aborts a finished command with
+    SIGABRT (seen on ``trajlake lineage`` and on the demo). So: wait for non-daemon threads and run
+    the ``atexit`` hooks as a normal exit would, flush, and leave with ``os._exit``.
+    """
+    threading_shutdown = getattr(threading, "_shutdown", None)
+    if threading_shutdown is not None:
+        threading_shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+            pass
+    os._exit(code)
