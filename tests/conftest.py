@@ -52,3 +52,32 @@ def topic(kafka: EmbeddedKafka, request: pytest.FixtureRequest) -> str:
     broker = EmbeddedKafka(kafka.home, kafka.bootstrap, topics={name: 8})
     broker.ensure_topics()
     return name
+
+
+_EXIT_STATUS: list[int] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _EXIT_STATUS.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave with the session's status once every report is written, skipping native teardown.
+
+    The session runs Arrow, the Delta runtime and gRPC in-process; their thread pools now and then
+    abort the interpreter's final teardown with ``std::terminate`` (SIGABRT), which would turn a
+    finished, reported session into a failed one. The CLI leaves the same way (``trajlake.cli``).
+    """
+    if not _EXIT_STATUS or os.environ.get("TRAJLAKE_TEST_NORMAL_EXIT"):
+        return
+    import atexit
+    import sys
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(_EXIT_STATUS[-1])
