@@ -301,6 +301,8 @@ class Episode:
         self.num_model_calls = 0
         self.num_tool_calls = 0
         self.last_verdict: str | None = None
+        self.final_state_ref: str | None = None
+        """Reference to the final state (a blob's sha256); ``episode_ended`` carries it."""
         self._partition: int | None = None
         self._partition_known = False
         self._call_counter = 0
@@ -510,7 +512,7 @@ class Episode:
                 num_events=self.seq,
                 num_model_calls=self.num_model_calls,
                 num_tool_calls=self.num_tool_calls,
-                final_state_ref=final_state_ref,
+                final_state_ref=final_state_ref or self.final_state_ref,
                 reason=reason,
             ),
             ts=ts,

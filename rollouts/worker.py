@@ -20,7 +20,7 @@ from judges.replay import prepare
 from judges.tasks import Task
 from rollouts.actions import TOOLS, ToolAction
 from rollouts.policies import Policy
-from sandboxes.errors import SandboxError, SandboxPathError
+from sandboxes.errors import SandboxError, SandboxPathError, SandboxQuotaError
 from sandboxes.interface import Sandbox
 from sandboxes.pool import SandboxPool
 from schemas.errors import InfraError
@@ -79,6 +79,21 @@ def _run_tool(ep: Episode, sb: Sandbox, action: ToolAction, timeout: float) -> s
         return f"[{action.tool} error] {exc}"
     ep.tool_result(call, exit_code=1, stderr=f"unknown tool {action.tool!r}", error_kind="unknown_tool")
     return f"[error] unknown tool {action.tool!r}; tools: {', '.join(TOOLS)}"
+
+
+def _capture_final_state(ep: Episode, sb: Sandbox, recorder: EpisodeRecorder) -> str | None:
+    """Archive the workspace the agent left, before the judge runs anything in it.
+
+    The archive goes to the blob store by sha256 and ``episode_ended`` carries the
+    reference, so a re-judge job can rebuild exactly this state later.
+    """
+    if recorder.blobs is None:
+        return None
+    try:
+        return recorder.blobs.put(sb.export_workspace()).sha256
+    except SandboxQuotaError as exc:  # too big to keep: the episode still counts, re-judging it will not
+        ep.annotate("final_state_not_captured", str(exc))
+        return None
 
 
 def run_episode(
@@ -143,6 +158,7 @@ def run_episode(
                     ep.tool_result(call, exit_code=0)
                     break
                 observation = _run_tool(ep, sb, step.action, deadline - time.monotonic())
+            ep.final_state_ref = _capture_final_state(ep, sb, recorder)
             judgement = judge(JudgeContext(task=task, sandbox=sb, events=list(ep.events or [])))
             ep.reward(**judgement.reward_fields())
             verdict, score = judgement.verdict, judgement.score

@@ -205,6 +205,26 @@ def check_tmp_persists(sb: Sandbox, ctx: CheckContext) -> str:
     return "kept across commands, emptied by reset"
 
 
+def check_export_workspace(sb: Sandbox, ctx: CheckContext) -> str:
+    """The final-state archive is deterministic, complete, and keeps the agent's links as links."""
+    import tempfile
+
+    from sandboxes.workspace_io import extract_archive
+
+    r = sb.exec("mkdir -p out && echo result > out/r.txt && chmod 750 out && ln -sf /etc/shadow leak")
+    expect(r.exit_code == 0, "set up files to archive", r)
+    first, second = sb.export_workspace(), sb.export_workspace()
+    expect(first == second, "two archives of the same workspace are identical bytes")
+    with tempfile.TemporaryDirectory(prefix="trajlake-export-") as tmp:
+        dest = Path(tmp) / "ws"
+        extract_archive(first, dest)
+        expect((dest / "out" / "r.txt").read_text() == "result\n", "a written file is in the archive")
+        expect((dest / "src" / "mod.py").is_file(), "template files are in the archive")
+        expect((dest / "leak").is_symlink(), "a link is archived as a link")
+        expect(os.readlink(dest / "leak") == "/etc/shadow", "the link's target is kept, not followed")
+    return f"{len(first)} bytes, identical twice, links kept as links"
+
+
 def check_reset(sb: Sandbox, ctx: CheckContext) -> str:
     """Reset returns to the template and drops snapshots."""
     ref = sb.snapshot()
@@ -377,6 +397,7 @@ CHECKS: dict[str, Callable[[Sandbox, CheckContext], str]] = {
     "huge_output": check_huge_output,
     "file_io": check_file_io,
     "snapshot_restore": check_snapshot_restore,
+    "export_workspace": check_export_workspace,
     "reset": check_reset,
     "tmp_persists": check_tmp_persists,
     "network": check_network,

@@ -408,6 +408,9 @@ class DockerSandbox(Sandbox):
 
     # --------------------------------------------------------- snapshots
 
+    def _workspace_root(self) -> Path:
+        return self._ws
+
     def _snapshot(self) -> str:
         self._check_alive()
         self._quiesce()

@@ -239,6 +239,20 @@ class Sandbox(ABC):
             raise SandboxPathError("cannot write the workspace root itself")
         self._write_file(rel, data.encode() if isinstance(data, str) else data, mode)
 
+    def export_workspace(self, *, max_bytes: int = 64 << 20) -> bytes:
+        """The workspace as a deterministic tar archive (the episode's final state).
+
+        Identical workspaces give identical bytes, so the archive is stored in the
+        blob store by its sha256 and a re-judge job can rebuild the state later.
+
+        Raises:
+            SandboxQuotaError: the archive would exceed ``max_bytes``.
+        """
+        self._check_open()
+        from sandboxes.workspace_io import archive_tree
+
+        return archive_tree(self._workspace_root(), max_bytes=max_bytes)
+
     def snapshot(self) -> str:
         """Freeze the workspace's current state and return a reference to it.
 
@@ -367,6 +381,10 @@ class Sandbox(ABC):
     @abstractmethod
     def _write_file(self, rel: str, data: bytes, mode: int) -> None:
         """Write a workspace file given its normalised relative path."""
+
+    @abstractmethod
+    def _workspace_root(self) -> Path:
+        """The host directory that is the sandbox's workspace."""
 
     @abstractmethod
     def _snapshot(self) -> str:

@@ -390,6 +390,9 @@ class LocalSandbox(Sandbox):
         assert self._cgroup is not None
         self._cgroup.kill_all()
 
+    def _workspace_root(self) -> Path:
+        return self._ws
+
     def _snapshot(self) -> str:
         self._check_alive()
         self._quiesce()

@@ -154,3 +154,99 @@ def clear_dir(root: Path) -> None:
                 shutil.rmtree(entry.path)
             else:
                 os.unlink(entry.path)
+
+
+def archive_tree(root: Path, *, max_bytes: int) -> bytes:
+    """A deterministic tar of everything under ``root``: the same files give the same bytes.
+
+    Entries are sorted, owned by 0:0 with time 0 and their permission bits only, so
+    an archive is content-addressable (the blob store keys it by sha256). Symlinks
+    are stored as links, never followed; sockets, fifos and devices are left out.
+    Every file is opened relative to its directory's descriptor with ``O_NOFOLLOW``,
+    so the agent swapping a file for a link mid-archive cannot make the host read
+    outside the workspace.
+
+    Raises:
+        SandboxQuotaError: the archive would exceed ``max_bytes``.
+    """
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+
+        def add(info: tarfile.TarInfo, data: bytes | None = None) -> None:
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+            if buf.tell() > max_bytes:
+                raise SandboxQuotaError(f"workspace archive exceeds {max_bytes} bytes")
+
+        def walk(dfd: int, prefix: str) -> None:
+            for name in sorted(os.listdir(dfd)):
+                rel = f"{prefix}{name}"
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                info = tarfile.TarInfo(rel)
+                info.mode = stat.S_IMODE(st.st_mode) & 0o777
+                if stat.S_ISLNK(st.st_mode):
+                    info.type = tarfile.SYMTYPE
+                    info.linkname = os.readlink(name, dir_fd=dfd)
+                    add(info)
+                elif stat.S_ISDIR(st.st_mode):
+                    info.type = tarfile.DIRTYPE
+                    add(info)
+                    sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+                    try:
+                        walk(sub, rel + "/")
+                    finally:
+                        os.close(sub)
+                elif stat.S_ISREG(st.st_mode):
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+                    with os.fdopen(fd, "rb") as fh:
+                        data = fh.read(max_bytes + 1)
+                    info.size = len(data)
+                    add(info, data)
+
+        top = os.open(root, _DIR_FLAGS)
+        try:
+            walk(top, "")
+        finally:
+            os.close(top)
+    return buf.getvalue()
+
+
+def extract_archive(data: bytes, dest: Path) -> None:
+    """Unpack an :func:`archive_tree` archive into ``dest`` (created if missing).
+
+    The archive comes from an agent's workspace, so it is unpacked as untrusted:
+    only files, directories and symlinks; no absolute names, no ``..``; no entry
+    whose path runs through a symlink of the archive, and no entry replacing one,
+    so nothing can be written outside ``dest``. Symlinks themselves keep their
+    targets (absolute ones included): they are resolved inside the sandbox that
+    the unpacked directory becomes, never on the host.
+
+    Raises:
+        SandboxPathError: an entry tries to leave ``dest``.
+    """
+    import io
+    import tarfile
+
+    links: set[str] = set()
+
+    def member_filter(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
+        parts = Path(member.name).parts
+        if not parts or member.name.startswith("/") or ".." in parts:
+            raise SandboxPathError(f"archive entry {member.name!r} leaves the workspace")
+        name = "/".join(parts)
+        if any("/".join(parts[:i]) in links for i in range(1, len(parts) + 1)):
+            raise SandboxPathError(f"archive entry {member.name!r} goes through a symlink")
+        if member.issym():
+            links.add(name)
+        elif not (member.isfile() or member.isdir()):
+            raise SandboxPathError(f"archive entry {member.name!r} is not a file, directory or link")
+        return member.replace(mode=member.mode & 0o777, uid=0, gid=0, uname="", gname="", deep=False)
+
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        tar.extractall(dest, filter=member_filter)

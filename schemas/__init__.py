@@ -42,7 +42,7 @@ from schemas.events import (
     ToolResultPayloadV1,
     current_version,
 )
-from schemas.ids import new_id, uuid7
+from schemas.ids import derived_id, new_id, uuid7
 from schemas.jsonschema_export import event_json_schemas, export_json_schemas
 from schemas.tables import PARTITION_COLUMNS, PRIMARY_KEYS, TABLES
 from schemas.upcasting import UPCASTERS, upcast
@@ -91,6 +91,7 @@ __all__ = [
     "event_json_schemas",
     "event_to_dict",
     "export_json_schemas",
+    "derived_id",
     "new_id",
     "parse_event",
     "serialize_event",

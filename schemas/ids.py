@@ -68,3 +68,21 @@ def new_id() -> str:
         counter = _counter
     h = f"{_uuid7_int(ms, counter):032x}"
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def derived_id(ms: int, key: str) -> str:
+    """A UUIDv7 that is a pure function of ``ms`` and ``key``.
+
+    For events a job may send again after a crash (a re-judge reward of one
+    episode in one run): the second send carries the same ``event_id``, so the
+    pipeline's dedup keeps exactly one. The time bits are ``ms`` (the job's start)
+    so the id still sorts by time like every other.
+    """
+    import hashlib
+
+    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:10], "big")  # 80 bits
+    counter = digest >> 68  # 12 bits
+    rand = digest & ((1 << 62) - 1)
+    n = ((ms & ((1 << 48) - 1)) << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand
+    h = f"{n:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

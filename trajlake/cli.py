@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from schemas.errors import TrajlakeError
-from trajlake import loop_cli
+from trajlake import loop_cli, rejudge_cli
 from trajlake.judges_cli import judges_app, tasks_app
 from trajlake.sandbox_cli import sandbox_app
 
@@ -44,6 +44,7 @@ app.add_typer(tasks_app, name="tasks")
 app.command("rollout")(loop_cli.rollout)
 app.command("train")(loop_cli.train)
 app.command("lineage")(loop_cli.lineage)
+app.command("rejudge")(rejudge_cli.rejudge)
 
 console = Console()
 err_console = Console(stderr=True)

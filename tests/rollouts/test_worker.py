@@ -32,6 +32,7 @@ from rollouts import (
 )
 from rollouts.runner import ROLLOUT_SPEC
 from sandboxes import SandboxBackend, SandboxConfig, SandboxPool
+from sandboxes.workspace_io import extract_archive
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 
@@ -60,7 +61,7 @@ def _events(kafka: EmbeddedKafka, topic: str, episode_id: str) -> list[Any]:
 
 
 def test_an_episode_is_recorded_complete_and_in_order(
-    kafka: EmbeddedKafka, topic: str, recorder: EpisodeRecorder, pool: SandboxPool
+    kafka: EmbeddedKafka, topic: str, recorder: EpisodeRecorder, pool: SandboxPool, tmp_path: Path
 ) -> None:
     task = load_task(TASKS / "pyfix" / "pyfix-004")
     policy = ScriptedPolicy([{"bash": "ls"}, "apply_reference", {"bash": "python3 -m pytest -q tests"}])
@@ -80,6 +81,19 @@ def test_an_episode_is_recorded_complete_and_in_order(
     reward = next(e.payload for e in events if e.type == "reward")
     assert reward.judge_version == build_judge(task.spec.judge).version and reward.verdict == "pass"
     assert events[-1].payload.status == "success"
+    # the final state is archived before the judge runs: the agent's fix is in it
+    ref = events[-1].payload.final_state_ref
+    assert ref is not None and recorder.blobs is not None
+    ws = tmp_path / "final"
+    extract_archive(recorder.blobs.get(ref), ws)
+    initial = task.initial_dir
+    assert initial is not None
+    changed = [
+        p.relative_to(initial)
+        for p in initial.rglob("*.py")
+        if p.is_file() and (ws / p.relative_to(initial)).read_bytes() != p.read_bytes()
+    ]
+    assert changed, "the reference fix is not in the archived final state"
 
 
 def test_a_sandbox_killed_mid_episode_is_infra_error_not_a_failure(

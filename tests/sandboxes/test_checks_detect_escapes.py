@@ -46,6 +46,9 @@ class HostSandbox(Sandbox):
         (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
         (self.root / rel).write_bytes(data)
 
+    def _workspace_root(self) -> Path:
+        return self.root
+
     def _snapshot(self):  # type: ignore[no-untyped-def]
         raise NotImplementedError
 

@@ -1,0 +1,84 @@
+"""Final-state archives: deterministic on the way out, untrusted on the way in."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from sandboxes.errors import SandboxPathError, SandboxQuotaError
+from sandboxes.workspace_io import archive_tree, extract_archive
+
+
+def _tree(root: Path) -> None:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "mod.py").write_text("x = 1\n")
+    (root / "run.sh").write_text("#!/bin/sh\n")
+    (root / "run.sh").chmod(0o755)
+    os.symlink("/etc/shadow", root / "leak")
+    os.symlink("pkg/mod.py", root / "alias.py")
+    os.mkfifo(root / "pipe")
+
+
+def test_archive_is_deterministic_and_round_trips(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    _tree(a)
+    _tree(b)
+    os.utime(b / "pkg" / "mod.py", (1, 1))  # times and inode order do not matter
+    data = archive_tree(a, max_bytes=1 << 20)
+    assert data == archive_tree(b, max_bytes=1 << 20)
+    out = tmp_path / "out"
+    extract_archive(data, out)
+    assert (out / "pkg" / "mod.py").read_text() == "x = 1\n"
+    assert os.access(out / "run.sh", os.X_OK)
+    assert os.readlink(out / "leak") == "/etc/shadow"  # kept as a link, never followed on the host
+    assert os.readlink(out / "alias.py") == "pkg/mod.py"
+    assert not (out / "pipe").exists()  # fifos are not workspace content
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        assert tar.getnames() == sorted(tar.getnames())
+        assert {m.mtime for m in tar.getmembers()} == {0}
+
+
+def test_archive_over_the_bound_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "big").write_bytes(os.urandom(200_000))
+    with pytest.raises(SandboxQuotaError):
+        archive_tree(tmp_path, max_bytes=100_000)
+
+
+def _evil(*members: tuple[str, str, str]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, kind, arg in members:
+            info = tarfile.TarInfo(name)
+            if kind == "link":
+                info.type, info.linkname = tarfile.SYMTYPE, arg
+                tar.addfile(info)
+            elif kind == "hard":
+                info.type, info.linkname = tarfile.LNKTYPE, arg
+                tar.addfile(info)
+            else:
+                info.size = len(arg)
+                tar.addfile(info, io.BytesIO(arg.encode()))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        [("../escape.txt", "file", "x")],
+        [("/abs.txt", "file", "x")],
+        [("d", "link", "/tmp"), ("d/planted.txt", "file", "x")],
+        [("f", "link", "/tmp/planted.txt"), ("f", "file", "x")],
+        [("h", "hard", "/etc/passwd")],
+    ],
+    ids=["dotdot", "absolute", "through-link", "replace-link", "hardlink"],
+)
+def test_hostile_archives_cannot_write_outside(tmp_path: Path, members: list[tuple[str, str, str]]) -> None:
+    dest = tmp_path / "dest"
+    with pytest.raises(SandboxPathError):
+        extract_archive(_evil(*members), dest)
+    assert not (tmp_path / "escape.txt").exists()
+    assert not Path("/tmp/planted.txt").exists()
