@@ -18,6 +18,7 @@ from rich.table import Table
 
 from schemas.errors import TrajlakeError
 from trajlake import loop_cli, rejudge_cli
+from trajlake.api_cli import api_app
 from trajlake.judges_cli import judges_app, tasks_app
 from trajlake.sandbox_cli import sandbox_app
 
@@ -41,6 +42,7 @@ app.add_typer(lake_app, name="lake")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(judges_app, name="judges")
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(api_app, name="api")
 app.command("rollout")(loop_cli.rollout)
 app.command("train")(loop_cli.train)
 app.command("lineage")(loop_cli.lineage)

@@ -132,6 +132,7 @@ def run_demo(
 
     rows: list[dict[str, Any]] = []
     all_ids: set[str] = set()
+    final_eval_ids: list[str] = []
     for it in range(iterations + 1):
         last = it == iterations
         console.rule(
@@ -151,6 +152,7 @@ def run_demo(
         ev_m = metrics_from_lake(lake_dir, {o.episode_id for o in ev}, judge_name)
         tr_m = metrics_from_lake(lake_dir, {o.episode_id for o in tr}, judge_name) if tr else None
         all_ids |= {o.episode_id for o in ev + tr}
+        final_eval_ids = [o.episode_id for o in ev]
         row: dict[str, Any] = {
             "iteration": it,
             "checkpoint": ckpt.checkpoint_id,
@@ -228,9 +230,64 @@ def run_demo(
     console.print(f"learning curve: {png}")
     console.print(f"lineage of {ckpt.checkpoint_id}: {len(chain)} checkpoints back to the warm start "
                   f"(`trajlake lineage {ckpt.checkpoint_id}`)")  # fmt: skip
+    _rejudge_step(settings, lake, backend, held_out, final_eval_ids, workers=workers, console=console)
     first, final = rows[0]["eval_success"], rows[-1]["eval_success"]
     improved = bool(final > first)
     verdict = "[green]rose[/green]" if improved else "[red]did not rise[/red]"
     console.print(f"held-out success {verdict}: {first:.0%} -> {final:.0%} in {iterations} RL iterations "
                   f"({time.monotonic() - started:.0f}s)")  # fmt: skip
     return improved
+
+
+# A looser judge: only "answer.txt written" and "right length" of the hidden tests.
+LOOSE_JUDGE = {"name": "tests", "config": {"extra_args": ["-k", "written or same_length"]}}
+
+
+def _rejudge_step(
+    settings: Any,
+    lake: Any,
+    backend: Any,
+    tasks: list[Any],
+    episode_ids: list[str],
+    *,
+    workers: int,
+    console: Console,
+) -> None:
+    """Score the final evaluation again with a looser judge version, through the log."""
+    from ingest.blobs import BlobStore
+    from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
+    from pipelines.rejudge import RejudgeSelection, rejudge
+    from rollouts.runner import ROLLOUT_SPEC
+    from sandboxes import SandboxPool
+    from trajlake.loop import fold_log
+
+    console.rule("[bold]6. re-judge the final evaluation with another judge version")
+    sink = KafkaSink(KafkaSinkConfig(bootstrap_servers=settings.kafka_bootstrap, client_id="demo-rejudge"))
+    try:
+        with SandboxPool(backend, ROLLOUT_SPEC, max_size=workers) as pool:
+            report = rejudge(
+                lake,
+                {t.id: t for t in tasks},
+                pool,
+                sink,
+                BlobStore(str(Path(settings.home) / "blobs")),
+                topic=settings.topic_judgements,
+                judge_spec=LOOSE_JUDGE,
+                selection=RejudgeSelection(episode_ids=tuple(episode_ids)),
+                workers=workers,
+            )
+    finally:
+        sink.close()
+    folded = fold_log(settings)
+    version = next((i.judge_version for i in report.items if i.judge_version), "-")
+    flips = report.flips()
+    console.print(
+        f"re-judged {report.count('judged')} held-out episodes from their archived final states with "
+        f"tests {version} (only 'answer written' and 'right length'), run {report.run_id}: "
+        f"{report.count('skipped')} skipped, {report.count('error')} errors, {folded} judgements folded"
+    )
+    console.print(
+        "verdicts, online judge -> looser judge: "
+        + ", ".join(f"{a}->{b}: {n}" for (a, b), n in sorted(flips.items()))
+        + f"; the looser judge would have passed {flips.get(('fail', 'pass'), 0)} failed episodes"
+    )

@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     """Image sandboxes use when none is named (``local`` uses host paths unless asked)."""
     api_token: str | None = None
     """Bearer token the query API requires, if set."""
+    api_host: str = "127.0.0.1"
+    """Interface ``trajlake api serve`` listens on."""
+    api_port: int = Field(default=8765, ge=0, le=65535)
+    """Port ``trajlake api serve`` listens on."""
 
     def sandbox_config(self) -> Any:
         """The :class:`sandboxes.SandboxConfig` these settings describe."""

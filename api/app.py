@@ -1,0 +1,88 @@
+"""The FastAPI application: routers, the token guard, and the one error handler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from api.deps import require_token
+from api.errors import ApiError
+from api.lake_reader import LakeReader
+from api.models import ErrorPublic
+from api.routes import checkpoints, episodes, failures, health, judges, page, tables
+from pipelines import Lake
+
+_ERRORS: dict[int | str, dict[str, object]] = {
+    401: {"model": ErrorPublic, "description": "No token, or a wrong one (when the service has a token)."},
+    404: {
+        "model": ErrorPublic,
+        "description": "No such thing, or a Delta version beyond the table's latest.",
+    },
+    422: {"model": ErrorPublic, "description": "A parameter is out of range or cannot be answered."},
+}
+
+
+def _error(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    body = ErrorPublic(error=code, detail=detail).model_dump()
+    return JSONResponse(status_code=status, content=body, headers=headers)
+
+
+async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+    return _error(exc.status_code, exc.code, exc.message, headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    # FastAPI's own parameter checks (a bad `by`, a limit out of range) answer in
+    # the same shape as the domain errors: one sentence per offending parameter.
+    assert isinstance(exc, RequestValidationError)
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "path"))
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return _error(422, "invalid_request", "; ".join(parts) or "invalid request")
+
+
+def create_app(
+    lake_root: str | Path,
+    *,
+    token: str | None = None,
+    storage_options: dict[str, str] | None = None,
+    cache_entries: int = 32,
+    cache_bytes: int = 1 << 30,
+) -> FastAPI:
+    """The query API over the lake at ``lake_root``.
+
+    Args:
+        lake_root: the lake directory (or delta-rs URI).
+        token: when set, every route but ``/health`` and the page shell requires
+            ``Authorization: Bearer <token>``.
+        storage_options: delta-rs storage options (object stores).
+        cache_entries: most whole-table snapshots kept in memory (0: no caching).
+        cache_bytes: most bytes of Arrow data the snapshots keep in memory.
+
+    Returns:
+        The application (serve it with uvicorn, or call it with a test client).
+    """
+    app = FastAPI(
+        title="trajlake query API",
+        summary="Failure analysis over the trajlake Delta tables (read-only).",
+        version="0.1.0",
+        responses=_ERRORS,
+    )
+    app.state.reader = LakeReader(
+        Lake(lake_root, storage_options), cache_entries=cache_entries, cache_bytes=cache_bytes
+    )
+    app.state.token = token
+    guarded = [Depends(require_token)]
+    app.include_router(health.router)
+    app.include_router(page.router)
+    for module in (tables, episodes, failures, judges, checkpoints):
+        app.include_router(module.router, dependencies=guarded)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    return app

@@ -1,0 +1,347 @@
+"""Response models of the query API: one Base/Public family per resource.
+
+``<X>Base`` holds a resource's own fields; ``<X>Public`` is what one item of
+it looks like in a response (the Base plus its id); ``<X>sPublic`` is a page or
+list of them with what it was computed from. Every answer computed from the
+lake derives from :class:`LakeAnswer`, which says the Delta version of each
+table it read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PublicModel(BaseModel):
+    """Base of every response model (immutable; unknown fields are an error)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LakeAnswer(PublicModel):
+    """An answer computed from tables of the lake."""
+
+    versions: dict[str, int | None] = Field(
+        description="Delta version of every table the answer was computed from (null: no such table yet)."
+    )
+
+
+class ErrorPublic(PublicModel):
+    """The body of every error response."""
+
+    error: str = Field(description="Machine-readable kind, e.g. `not_found`, `version_not_found`.")
+    detail: str = Field(description="What was wrong, for a person.")
+
+
+# ------------------------------------------------------------------ health, tables
+
+
+class HealthPublic(PublicModel):
+    """The service is up."""
+
+    status: str = "ok"
+    tables: int = Field(description="Tables the lake has now.")
+
+
+class TableBase(PublicModel):
+    """A Delta table of the lake."""
+
+    exists: bool
+    version: int | None = Field(description="Current Delta version (null: the table does not exist yet).")
+    rows: int | None = Field(description="Rows at that version (from the Delta log's file statistics).")
+
+
+class TablePublic(TableBase):
+    """A table, by name."""
+
+    name: str
+
+
+class TablesPublic(PublicModel):
+    """Every table the lake can hold."""
+
+    tables: list[TablePublic]
+
+
+# ------------------------------------------------------------------ episodes
+
+
+class EpisodeBase(PublicModel):
+    """One episode (a row of the ``episodes`` table)."""
+
+    task_id: str | None
+    task_version: str | None
+    task_family: str | None
+    policy_id: str | None
+    policy_version: str | None
+    group_id: str | None
+    attempt: int | None
+    status: str | None = Field(
+        description="success, failure, truncated, infra_error, aborted; null while open."
+    )
+    completeness: str = Field(description="complete, open or gap.")
+    num_events: int
+    max_seq: int
+    missing_seqs: list[int] | None
+    num_model_calls: int
+    num_tool_calls: int
+    started_at: dt.datetime | None
+    ended_at: dt.datetime | None
+    duration_s: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    sandbox_image: str | None
+
+
+class EpisodePublic(EpisodeBase):
+    """An episode, by id."""
+
+    episode_id: str
+
+
+class EpisodesPublic(LakeAnswer):
+    """A page of episodes, newest first."""
+
+    total: int = Field(description="Episodes matching the filters (all pages).")
+    limit: int
+    offset: int
+    judge: str | None = Field(default=None, description="Judge of the verdict filter, if one was applied.")
+    judge_version: str | None = Field(default=None, description="Its version (default: the latest seen).")
+    items: list[EpisodePublic]
+
+
+class StepBase(PublicModel):
+    """One event of an episode (a row of the ``steps`` table), its text possibly cut."""
+
+    seq: int
+    event_id: str
+    type: str
+    ts: dt.datetime
+    call_id: str | None
+    tool: str | None
+    exit_code: int | None
+    timed_out: bool | None
+    error_kind: str | None
+    duration_s: float | None
+    text: str | None = Field(
+        description="Completion, tool arguments or output, cut to `max_text` characters."
+    )
+    text_length: int | None = Field(description="Characters of the full text.")
+    text_truncated: bool
+    payload: Any = Field(
+        default=None, description="The event's payload (with `include_payload`), long strings and lists cut."
+    )
+    payload_truncated: bool = False
+
+
+class StepPublic(StepBase):
+    """A step, by episode."""
+
+    episode_id: str
+
+
+class RewardBase(PublicModel):
+    """One judgement of an episode (a row of the ``rewards`` table)."""
+
+    judge_name: str
+    judge_version: str
+    event_id: str
+    ts: dt.datetime
+    score: float
+    verdict: str
+    components: dict[str, float] | None
+    flags: list[str] | None
+    evidence: Any = Field(description="The judge's evidence, long strings and lists cut.")
+    evidence_truncated: bool = False
+    source: str
+    rejudge_run_id: str | None
+
+
+class RewardPublic(RewardBase):
+    """A reward, by episode."""
+
+    episode_id: str
+
+
+class FailureBase(PublicModel):
+    """Why an episode failed under one judge version (a row of the ``failures`` table)."""
+
+    judge_name: str
+    judge_version: str
+    category: str
+    failing_seq: int | None
+    signature: str
+    message: str | None
+    task_id: str | None
+    policy_version: str | None
+
+
+class FailurePublic(FailureBase):
+    """A failure, by episode."""
+
+    episode_id: str
+
+
+class EpisodeDetailPublic(LakeAnswer):
+    """An episode with its steps (in ``seq`` order), rewards (every judge version) and failures."""
+
+    episode: EpisodePublic
+    steps: list[StepPublic]
+    steps_total: int = Field(description="Steps the episode has (`steps` holds at most `max_steps`).")
+    rewards: list[RewardPublic]
+    failures: list[FailurePublic]
+
+
+# ------------------------------------------------------------------ failures
+
+
+class BreakdownGroupPublic(PublicModel):
+    """Failures of one group."""
+
+    key: str | None = Field(description="The group (a category, task id, family or policy version).")
+    count: int
+    share: float = Field(description="count / total failures of the judge version.")
+
+
+class BreakdownPublic(LakeAnswer):
+    """Failures of one judge version per group."""
+
+    judge: str | None
+    judge_version: str | None
+    by: str
+    total: int
+    groups: list[BreakdownGroupPublic]
+
+
+class TaskCountPublic(PublicModel):
+    """A task and how many failures of a cluster it has."""
+
+    task_id: str | None
+    count: int
+
+
+class ClusterBase(PublicModel):
+    """Failures sharing one error signature."""
+
+    category: str
+    count: int
+    share: float = Field(description="count / total failures of the judge version.")
+    tasks: list[TaskCountPublic]
+    example_episode_ids: list[str]
+    example_message: str | None
+
+
+class ClusterPublic(ClusterBase):
+    """A cluster, by signature."""
+
+    signature: str
+
+
+class ClustersPublic(LakeAnswer):
+    """Failure clusters of one judge version, biggest first."""
+
+    judge: str | None
+    judge_version: str | None
+    total_failures: int
+    total_clusters: int = Field(description="Clusters of at least `min_size` failures (all pages).")
+    clusters: list[ClusterPublic]
+
+
+# ------------------------------------------------------------------ judges
+
+
+class JudgeVersionPublic(PublicModel):
+    """One version of a judge."""
+
+    version: str
+    episodes: int
+    first_seen: dt.datetime
+    last_seen: dt.datetime
+    verdicts: dict[str, int]
+
+
+class JudgePublic(PublicModel):
+    """A judge and its versions, oldest first."""
+
+    name: str
+    versions: list[JudgeVersionPublic]
+
+
+class JudgesPublic(LakeAnswer):
+    """Every judge that scored episodes."""
+
+    judges: list[JudgePublic]
+
+
+class VerdictFlipPublic(PublicModel):
+    """An episode whose verdict changed between two judge versions."""
+
+    episode_id: str
+    from_verdict: str
+    to_verdict: str
+    from_score: float
+    to_score: float
+
+
+class JudgeDiffPublic(LakeAnswer):
+    """Two versions of a judge compared on the episodes both scored."""
+
+    judge: str
+    from_version: str
+    to_version: str
+    both: int = Field(description="Episodes scored by both versions.")
+    only_from: int
+    only_to: int
+    flipped: int = Field(description="Episodes of `both` whose verdict changed.")
+    matrix: dict[str, dict[str, int]] = Field(description="matrix[from verdict][to verdict] = episodes.")
+    mean_score_from: float | None
+    mean_score_to: float | None
+    flips: list[VerdictFlipPublic] = Field(description="The flipped episodes, by id (at most `limit`).")
+
+
+# ------------------------------------------------------------------ checkpoints
+
+
+class CheckpointBase(PublicModel):
+    """A learner checkpoint and what produced it (a row of the ``checkpoints`` table)."""
+
+    parent_id: str | None
+    policy_id: str
+    policy_version: str
+    backend: str
+    path: str
+    created_at: dt.datetime
+    lake_uri: str
+    table_versions: Any = Field(description="Delta version of every table the learner read.")
+    judge_name: str | None
+    judge_version: str | None
+    offsets: Any
+    num_samples: int
+    metrics: Any
+
+
+class CheckpointPublic(CheckpointBase):
+    """A checkpoint, by id."""
+
+    checkpoint_id: str
+
+
+class CheckpointsPublic(LakeAnswer):
+    """Checkpoints, newest first."""
+
+    total: int
+    items: list[CheckpointPublic]
+
+
+class LineagePublic(LakeAnswer):
+    """A checkpoint and its ancestors, newest first."""
+
+    checkpoint_id: str
+    chain: list[CheckpointPublic]
+    broken_at: str | None = Field(
+        description="A parent id that could not be followed (missing from the table, or a loop); "
+        "null when the chain ends at a checkpoint without a parent."
+    )

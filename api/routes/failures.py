@@ -1,0 +1,140 @@
+"""``/failures``: why episodes fail, per group and per error signature, under one judge version."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from api.analysis import BreakdownKey, breakdown, choose_judge, clusters, judge_versions, judged_by
+from api.deps import (
+    EpisodesVersion,
+    FailuresVersion,
+    JudgeName,
+    JudgeVersion,
+    Limit,
+    Offset,
+    ReaderDep,
+    RewardsVersion,
+)
+from api.lake_reader import LakeReader, Snapshot, versions_of
+from api.models import (
+    BreakdownGroupPublic,
+    BreakdownPublic,
+    ClusterPublic,
+    ClustersPublic,
+    TaskCountPublic,
+)
+
+router = APIRouter(prefix="/failures", tags=["failures"])
+
+
+def _judged_failures(
+    reader: LakeReader,
+    judge: str | None,
+    judge_version: str | None,
+    version: int | None,
+    rewards_version: int | None,
+) -> tuple[Snapshot, Snapshot, str | None, str | None]:
+    failures = reader.snapshot("failures", version)
+    rewards = reader.snapshot("rewards", rewards_version)
+    known = reader.derived(rewards, "judge_versions", judge_versions)
+    # A time-travelled failures table with the latest rewards: default to the
+    # latest judge version that snapshot has failures of, not one it predates.
+    name, jv = choose_judge(
+        known,
+        judge,
+        judge_version,
+        failures=failures.table,
+        among_failures=version is not None and rewards_version is None,
+    )
+    return failures, rewards, name, jv
+
+
+@router.get("/breakdown")
+def failure_breakdown(
+    reader: ReaderDep,
+    by: Annotated[BreakdownKey, Query(description="Group by category, task, family or policy_version.")] = (
+        "category"
+    ),
+    judge: JudgeName = None,
+    judge_version: JudgeVersion = None,
+    version: FailuresVersion = None,
+    rewards_version: RewardsVersion = None,
+    episodes_version: EpisodesVersion = None,
+) -> BreakdownPublic:
+    """Failures of one judge version counted per group, with each group's share, most first.
+
+    The judge defaults to the only one that scored episodes, its version to the
+    latest seen (the version whose first reward is newest; with ``version`` set
+    and ``rewards_version`` not, the latest among those the failures snapshot has).
+    ``family`` comes from the ``episodes`` table (at ``episodes_version``).
+    """
+    failures, rewards, name, jv = _judged_failures(reader, judge, judge_version, version, rewards_version)
+    rows = reader.derived(failures, ("judged", name, jv), lambda t: judged_by(t, name, jv))
+    snaps = [failures, rewards]
+    episodes = None
+    if by == "family":
+        episodes = reader.snapshot("episodes", episodes_version)
+        snaps.append(episodes)
+    groups = reader.derived(
+        failures,
+        ("breakdown", name, jv, by, None if episodes is None else episodes.version),
+        lambda _: breakdown(rows, by, None if episodes is None else episodes.table),
+    )
+    total = rows.num_rows
+    return BreakdownPublic(
+        versions=versions_of(*snaps),
+        judge=name,
+        judge_version=jv,
+        by=by,
+        total=total,
+        groups=[BreakdownGroupPublic(key=k, count=n, share=n / total) for k, n in groups],
+    )
+
+
+@router.get("/clusters")
+def failure_clusters(
+    reader: ReaderDep,
+    judge: JudgeName = None,
+    judge_version: JudgeVersion = None,
+    min_size: Annotated[int, Query(ge=1, description="Smallest cluster returned.")] = 1,
+    examples: Annotated[int, Query(ge=1, le=50, description="Example episode ids per cluster.")] = 5,
+    limit: Limit = 100,
+    offset: Offset = 0,
+    version: FailuresVersion = None,
+    rewards_version: RewardsVersion = None,
+) -> ClustersPublic:
+    """Failures of one judge version grouped by error signature, biggest cluster first.
+
+    Each cluster has its count and share, its category, the tasks involved (with
+    their counts) and example episode ids (the oldest). The judge and version
+    default as in ``/failures/breakdown``.
+    """
+    failures, rewards, name, jv = _judged_failures(reader, judge, judge_version, version, rewards_version)
+    rows = reader.derived(failures, ("judged", name, jv), lambda t: judged_by(t, name, jv))
+    found = reader.derived(
+        failures,
+        ("clusters", name, jv, min_size, examples),
+        lambda _: clusters(rows, min_size=min_size, examples=examples),
+    )
+    total = rows.num_rows
+    return ClustersPublic(
+        versions=versions_of(failures, rewards),
+        judge=name,
+        judge_version=jv,
+        total_failures=total,
+        total_clusters=len(found),
+        clusters=[
+            ClusterPublic(
+                signature=c.signature,
+                category=c.category,
+                count=c.count,
+                share=c.count / total,
+                tasks=[TaskCountPublic(task_id=t, count=n) for t, n in c.tasks],
+                example_episode_ids=c.example_episode_ids,
+                example_message=c.example_message,
+            )
+            for c in found[offset : offset + limit]
+        ],
+    )

@@ -1,0 +1,54 @@
+"""``trajlake api serve``: the query API over the lake, with uvicorn."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+api_app = typer.Typer(help="The failure-analysis query API (FastAPI) and its web page.", no_args_is_help=True)
+
+err_console = Console(stderr=True)
+
+
+def _settings() -> Any:
+    from trajlake.settings import Settings
+
+    return Settings()
+
+
+@api_app.command("serve")
+def serve(
+    host: Annotated[str | None, typer.Option(help="Interface (default: TRAJLAKE_API_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: TRAJLAKE_API_PORT).")] = None,
+    lake: Annotated[Path | None, typer.Option(help="Lake directory (default: $TRAJLAKE_HOME/lake).")] = None,
+) -> None:
+    """Serve the read-only query API and its page until SIGINT/SIGTERM.
+
+    With ``TRAJLAKE_API_TOKEN`` set, every route but ``/health`` (and the page
+    itself, which holds no data) requires ``Authorization: Bearer <token>``.
+    """
+    import uvicorn
+
+    from api import create_app
+
+    s = _settings()
+    root = Path(lake or s.lake).resolve()
+    bind_host = host or s.api_host
+    bind_port = s.api_port if port is None else port
+    auth = "bearer token required" if s.api_token else "no token (set TRAJLAKE_API_TOKEN to require one)"
+    err_console.print(f"serving lake [bold]{root}[/bold] on http://{bind_host}:{bind_port}/ ({auth})")
+
+    # uvicorn shuts down gracefully on SIGINT/SIGTERM, restores the handlers it
+    # found and raises the signal again: with these, that ends the command with
+    # status 0 through the CLI's one exit path instead of killing the process.
+    def stopped(signum: int, frame: Any) -> None:
+        err_console.print(f"stopped ({signal.Signals(signum).name})")
+        raise typer.Exit(code=0)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stopped)
+    uvicorn.run(create_app(root, token=s.api_token), host=bind_host, port=bind_port, log_level="warning")
