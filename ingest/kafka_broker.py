@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -25,7 +24,6 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +36,9 @@ MIN_JAVA = 17
 
 
 def _pom_path() -> Path:
-    return Path(str(resources.files("infra.kafka").joinpath("pom.xml")))
+    from infra.maven import pom_path
+
+    return pom_path("kafka")
 
 
 def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
@@ -151,42 +151,12 @@ class EmbeddedKafka:
         Raises:
             BrokerError: Maven is missing or could not resolve the jars.
         """
-        pom = _pom_path()
-        digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
-        cache_dir = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trajlake"
-        cache = cache_dir / f"kafka-classpath-{digest}.txt"
-        if cache.exists():
-            cp = cache.read_text().strip()
-            if cp and all(Path(p).exists() for p in cp.split(os.pathsep)):
-                return cp
-        mvn = shutil.which("mvn")
-        if not mvn:
-            raise BrokerError(
-                "Maven (mvn) not found: it resolves the Kafka jars from Maven Central "
-                "(e.g. `apt-get install maven`)"
-            )
-        self._progress("resolving the Apache Kafka jars from Maven Central (first run only)")
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        proc = subprocess.run(
-            [
-                mvn,
-                "-q",
-                "-B",
-                "-f",
-                str(pom),
-                "dependency:build-classpath",
-                f"-Dmdep.outputFile={tmp}",
-                "-Dmdep.includeScope=runtime",
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0 or not tmp.exists():
-            tail = (proc.stdout + proc.stderr)[-2000:]
-            raise BrokerError(f"Maven could not resolve the Kafka jars:\n{tail}")
-        tmp.replace(cache)
-        return cache.read_text().strip()
+        from infra.maven import MavenError, build_classpath
+
+        try:
+            return os.pathsep.join(build_classpath(_pom_path(), "the Apache Kafka jars", self._progress))
+        except MavenError as exc:
+            raise BrokerError(str(exc)) from exc
 
     # ------------------------------------------------------------- state
 

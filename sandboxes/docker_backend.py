@@ -156,6 +156,7 @@ class DockerSandbox(Sandbox):
         self._ws = self.dir / "ws"
         self._tmp = self.dir / "tmp"
         self._snaps = self.dir / "snaps"
+        self._template = self.dir / "template"  # a private copy: resets never reread the caller's dir
         self._snapshots: dict[str, Path] = {}
         self._mounted = False
         self._tmp_mounted = False
@@ -247,13 +248,24 @@ class DockerSandbox(Sandbox):
             time.sleep(0.005)
         raise SandboxCrashedError(f"container {self.id}: its main process did not start")
 
-    def _load_template(self) -> None:
+    def _load_template(self, *, refresh: bool = True) -> None:
+        """Fill the workspace from the template; with ``refresh``, copy the template in first.
+
+        The sandbox keeps its own copy of the template, so a later reset does not
+        depend on the caller's directory still existing (a re-judge unpacks each
+        final state into a temporary directory that is gone by the next reset).
+        """
+        if refresh:
+            if self._template.exists():
+                shutil.rmtree(self._template)
+            self._template.mkdir(mode=0o755)
+            if self.spec.workspace is not None:
+                src = Path(self.spec.workspace)
+                if not src.is_dir():
+                    raise SandboxError(f"workspace template {src} is not a directory")
+                copy_tree(src, self._template)
         clear_dir(self._ws)
-        if self.spec.workspace is not None:
-            src = Path(self.spec.workspace)
-            if not src.is_dir():
-                raise SandboxError(f"workspace template {src} is not a directory")
-            copy_tree(src, self._ws, uid=AGENT_UID, gid=AGENT_UID)
+        copy_tree(self._template, self._ws, uid=AGENT_UID, gid=AGENT_UID)
         os.chown(self._ws, AGENT_UID, AGENT_UID)
 
     def _teardown(self) -> None:
@@ -436,7 +448,7 @@ class DockerSandbox(Sandbox):
         clear_dir(self._tmp)
         clear_dir(self._snaps)
         self._snapshots.clear()
-        self._load_template()
+        self._load_template(refresh=workspace is not None)
 
 
 def _read_frames(raw: socket.socket, deadline: float, out: CappedBuffer, err: CappedBuffer) -> bool:

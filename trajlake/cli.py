@@ -429,6 +429,72 @@ def lake_versions(lake: Annotated[Path | None, typer.Option(help="Lake directory
     console.print(lake_versions_table(lk, f"lake {lk.root}"))
 
 
+@lake_app.command("maintain")
+def lake_maintain(
+    table: Annotated[list[str] | None, typer.Option(help="Only these tables (default: all).")] = None,
+    vacuum: Annotated[bool, typer.Option(help="VACUUM after OPTIMIZE.")] = True,
+    retain_hours: Annotated[
+        float, typer.Option(help="VACUUM keeps files versions this recent still need (Delta: 168).")
+    ] = 168.0,
+    lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None,
+) -> None:
+    """OPTIMIZE (Z-ordered by episode where reads go by episode) and VACUUM the tables, with Spark."""
+    from pipelines.spark_lake import SparkLake
+
+    root = lake or _settings().lake
+    results = []
+    with (
+        SparkLake(root, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")) as sl,
+        err_console.status("maintaining") as status,
+    ):
+        try:
+            for r in sl.maintain(
+                table, vacuum=vacuum, retain_hours=retain_hours,
+                on_table=lambda r: status.update(f"{r.table} done; next..."),
+            ):  # fmt: skip
+                results.append(r)
+        except TrajlakeError as exc:
+            _fail(exc)
+    out = Table(title=f"maintenance of {root}")
+    for col in ("table", "files before", "files after", "z-order", "vacuumed", "versions", "seconds"):
+        out.add_column(col)
+    for r in results:
+        out.add_row(
+            r.table, str(r.files_before), str(r.files_after), ", ".join(r.zorder_by) or "-",
+            str(r.vacuumed_files), f"{r.version_before} -> {r.version_after}", f"{r.seconds:.1f}",
+        )  # fmt: skip
+    console.print(out)
+
+
+@lake_app.command("sql")
+def lake_sql(
+    query: Annotated[str, typer.Argument(help="Spark SQL; every table is a view of its name.")],
+    limit: Annotated[int, typer.Option(help="Rows to print.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+    lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None,
+) -> None:
+    """Run a SQL query over the lake's tables with Spark."""
+    from pipelines.spark_lake import SparkLake
+
+    with SparkLake(lake or _settings().lake, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")) as sl:
+        try:
+            df = sl.sql(query)
+            rows = [r.asDict(recursive=True) for r in df.limit(limit).collect()]
+            columns = list(df.columns)
+        except TrajlakeError as exc:
+            _fail(exc)
+    if as_json:
+        for row in rows:
+            print(json.dumps(row, default=str))
+        return
+    out = Table()
+    for col in columns:
+        out.add_column(col)
+    for row in rows:
+        out.add_row(*(str(row[c]) for c in columns))
+    console.print(out)
+
+
 # ------------------------------------------------------------------ demo
 
 

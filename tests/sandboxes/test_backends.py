@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,11 @@ def test_reset_to_a_new_template(backend: SandboxBackend, tmp_path: Path) -> Non
         assert sb.exec("find . -type f | sort").stdout == "./sub/b.txt\n"
         sb.reset()
         assert sb.exec("cat sub/b.txt").stdout == "B"
+        # the sandbox keeps its own copy: the caller's template may go away after the reset
+        shutil.rmtree(b)
+        sb.exec("rm -rf sub && touch junk")
+        sb.reset()
+        assert sb.exec("find . -type f | sort").stdout == "./sub/b.txt\n"
 
 
 def test_local_snapshot_depth_is_bounded(local_backend: SandboxBackend) -> None:

@@ -170,6 +170,7 @@ def test_import_of_a_malformed_file_fails_clearly(tmp_path: Path) -> None:
 
 
 @pytest.mark.kafka
+@pytest.mark.timeout(1000)
 def test_demo_runs_the_closed_loop_end_to_end(tmp_path: Path) -> None:
     """The README's first command: held-out success rises, a PNG and a lineage chain exist."""
     port = free_port()

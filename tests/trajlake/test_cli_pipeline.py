@@ -93,3 +93,23 @@ def test_follow_processes_new_events_and_stops_cleanly_on_sigterm(fresh_broker: 
             proc.kill()
     assert proc.returncode == 0, err
     assert "stopped after" in out
+
+
+def test_lake_sql_and_maintain_run_on_spark(fresh_broker: EmbeddedKafka) -> None:
+    home, port = fresh_broker.home, fresh_broker.port
+    fresh_broker.start()
+    for batch in range(3):  # three pipeline runs: three small files per table partition
+        record(fresh_broker.bootstrap, home, 4, worker=f"w{batch}")
+        run(home, port, "pipeline", "run", "--once")
+    out = run(
+        home, port, "lake", "sql", "SELECT status, count(*) AS n FROM episodes GROUP BY status", "--json"
+    )
+    assert sorted(json.loads(line)["n"] for line in out.stdout.splitlines()) == [6, 6]
+    lake = Lake(home / "lake")
+    rows = lake.read("events").num_rows
+    files = len(lake.table("events").file_uris())
+    out = run(home, port, "lake", "maintain", "--table", "events", "--retain-hours", "0").stdout
+    assert "events" in out and "episode_id" in out
+    assert len(lake.table("events").file_uris()) < files and lake.read("events").num_rows == rows
+    bad = run(home, port, "lake", "sql", "SELECT nope FROM episodes", check=False)
+    assert bad.returncode == 1 and "query failed" in bad.stderr

@@ -1,0 +1,69 @@
+"""Classpaths of JVM components, resolved from Maven Central by Maven.
+
+A small pom per component lives beside this module (``infra/kafka/pom.xml``,
+``infra/spark/pom.xml``). Maven resolves its runtime dependencies into ``~/.m2``
+once; the resulting classpath is cached per digest of the pom under
+``$XDG_CACHE_HOME/trajlake`` (``~/.cache/trajlake``), so later runs start
+without Maven.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+from schemas.errors import TrajlakeError
+
+
+class MavenError(TrajlakeError):
+    """Maven is missing or could not resolve a component's jars."""
+
+
+def pom_path(component: str) -> Path:
+    """The pom of ``component`` (``kafka``, ``spark``) shipped in the ``infra`` package."""
+    return Path(str(resources.files(f"infra.{component}").joinpath("pom.xml")))
+
+
+def build_classpath(pom: Path, label: str, progress: Callable[[str], None] | None = None) -> list[str]:
+    """The runtime classpath of ``pom``, resolved once per pom digest.
+
+    Args:
+        pom: the pom to resolve.
+        label: what the jars are, for messages (``the Apache Kafka jars``).
+        progress: told when Maven has to run (the first time only).
+
+    Raises:
+        MavenError: Maven is missing or could not resolve the jars.
+    """
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+    cache_dir = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trajlake"
+    cache = cache_dir / f"{pom.parent.name}-classpath-{digest}.txt"
+    if cache.exists():
+        jars = [p for p in cache.read_text().strip().split(os.pathsep) if p]
+        if jars and all(Path(p).exists() for p in jars):
+            return jars
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise MavenError(
+            f"Maven (mvn) not found: it resolves {label} from Maven Central (e.g. `apt-get install maven`)"
+        )
+    if progress:
+        progress(f"resolving {label} from Maven Central (first run only)")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    proc = subprocess.run(
+        [mvn, "-q", "-B", "-f", str(pom), "dependency:build-classpath",
+         f"-Dmdep.outputFile={tmp}", "-Dmdep.includeScope=runtime"],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    if proc.returncode != 0 or not tmp.exists():
+        tail = (proc.stdout + proc.stderr)[-2000:]
+        raise MavenError(f"Maven could not resolve {label}:\n{tail}")
+    tmp.replace(cache)
+    return [p for p in cache.read_text().strip().split(os.pathsep) if p]

@@ -1,0 +1,262 @@
+"""The lake through Spark and delta-spark: table maintenance and large SQL.
+
+delta-rs writes every table on one machine and inside Beam workers; Spark with
+the Delta jars runs what delta-rs is not the tool for at scale: OPTIMIZE (bin
+packing the many small files that micro-batches leave), Z-ORDER (clustering
+rows by episode so an episode's events sit in few files), VACUUM (dropping files
+no version within the retention still references) and SQL over whole tables.
+Both engines implement the same Delta protocol on the same files: Spark reads
+every table trajlake writes, delta-rs goes on committing after Spark rewrote the
+files, and the pipeline's exactly-once ``txn`` versions survive maintenance.
+
+pyspark comes from PyPI (pinned to the Spark release the Delta jars are built
+for); the Delta jars come from Maven Central through ``infra/spark/pom.xml``.
+Spark runs in local mode in this process; ``master`` points it at a cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipelines.errors import LakeError
+from schemas.tables import TABLES
+
+log = logging.getLogger(__name__)
+
+ZORDER: dict[str, tuple[str, ...]] = {
+    "events": ("episode_id",),
+    "steps": ("episode_id",),
+}
+"""Columns each table is Z-ordered by: reads go episode by episode."""
+
+DEFAULT_RETENTION_HOURS = 168.0
+"""VACUUM keeps files that versions of the last week still reference (Delta's default)."""
+
+
+class SparkUnavailableError(LakeError):
+    """pyspark, Java or the Delta jars are missing."""
+
+
+@dataclass(frozen=True)
+class MaintenanceResult:
+    """What maintenance did to one table."""
+
+    table: str
+    files_before: int
+    files_after: int
+    version_before: int
+    version_after: int
+    zorder_by: tuple[str, ...]
+    vacuumed_files: int
+    seconds: float
+
+
+def delta_jars(progress: Callable[[str], None] | None = None) -> list[str]:
+    """The Delta jars for Spark, resolved by Maven once (see :mod:`infra.maven`).
+
+    Raises:
+        SparkUnavailableError: Maven missing or the jars could not be resolved.
+    """
+    from infra.maven import MavenError, build_classpath, pom_path
+
+    try:
+        return build_classpath(pom_path("spark"), "the Delta Lake jars for Spark", progress)
+    except MavenError as exc:
+        raise SparkUnavailableError(str(exc)) from exc
+
+
+class SparkLake:
+    """The Delta tables under one directory, through a Spark session with Delta.
+
+    Args:
+        root: the lake directory.
+        master: Spark master (``local[N]`` runs in this process).
+        driver_memory: the driver JVM's heap.
+        progress: told about slow first steps (resolving jars, starting Spark).
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        master: str = "local[2]",
+        driver_memory: str = "1g",
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root = str(Path(root).resolve()) if "://" not in str(root) else str(root)
+        self.master = master
+        self.driver_memory = driver_memory
+        self._progress = progress or (lambda msg: log.info("%s", msg))
+        self._spark: Any = None
+
+    # ------------------------------------------------------------ session
+
+    @property
+    def spark(self) -> Any:
+        """The Spark session (started on first use)."""
+        if self._spark is None:
+            self._spark = self._start()
+        return self._spark
+
+    def _start(self) -> Any:
+        try:
+            from pyspark.sql import SparkSession
+        except ImportError as exc:
+            raise SparkUnavailableError(
+                "pyspark is not installed: `pip install -e '.[dev]'` (or `.[spark]`) brings it"
+            ) from exc
+        jars = delta_jars(self._progress)
+        self._progress(f"starting Spark ({self.master}) with Delta")
+        # Quiet, small and local: no UI, no console progress, few partitions for
+        # the Delta log's state (its default of 50 is sized for clusters).
+        builder = (
+            SparkSession.builder.master(self.master)
+            .appName("trajlake")
+            .config("spark.jars", ",".join(jars))
+            .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+            .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+            .config("spark.driver.memory", self.driver_memory)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "4")
+            .config("spark.databricks.delta.snapshotPartitions", "2")
+            # VACUUM lists files with this many tasks (default 10,000: minutes on a laptop)
+            .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
+        )
+        try:
+            spark = builder.getOrCreate()
+        except Exception as exc:  # noqa: BLE001 - py4j/JVM start-up errors have no common type
+            raise SparkUnavailableError(f"Spark did not start: {exc}") from exc
+        spark.sparkContext.setLogLevel("ERROR")
+        return spark
+
+    def close(self) -> None:
+        """Stop the Spark session."""
+        if self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+
+    def __enter__(self) -> SparkLake:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ reading
+
+    def path(self, name: str) -> str:
+        """Location of ``name``."""
+        if name not in TABLES:
+            raise LakeError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
+        return f"{self.root}/{name}"
+
+    def exists(self, name: str) -> bool:
+        """Whether ``name`` is a Delta table (without starting Spark)."""
+        return "://" in self.root or (Path(self.path(name)) / "_delta_log").is_dir()
+
+    def read(self, name: str, *, version: int | None = None) -> Any:
+        """``name`` as a Spark DataFrame (at a Delta ``version`` for time travel)."""
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        try:
+            return reader.load(self.path(name))
+        except Exception as exc:  # noqa: BLE001 - AnalysisException and friends come through py4j
+            raise LakeError(f"Spark cannot read {name}: {_short(exc)}") from exc
+
+    def sql(self, query: str) -> Any:
+        """Run ``query`` with every existing table registered as a view of its name."""
+        for name in TABLES:
+            if self.exists(name):
+                self.read(name).createOrReplaceTempView(name)
+        try:
+            return self.spark.sql(query)
+        except Exception as exc:  # noqa: BLE001
+            raise LakeError(f"query failed: {_short(exc)}") from exc
+
+    # -------------------------------------------------------- maintenance
+
+    def detail(self, name: str) -> dict[str, Any]:
+        """``DESCRIBE DETAIL`` of ``name``: files, size, protocol versions, features."""
+        row = self.spark.sql(f"DESCRIBE DETAIL delta.`{self.path(name)}`").collect()[0]
+        return dict(row.asDict())
+
+    def version(self, name: str) -> int:
+        """The table's latest Delta version."""
+        row = self.spark.sql(f"DESCRIBE HISTORY delta.`{self.path(name)}` LIMIT 1").collect()[0]
+        return int(row["version"])
+
+    def optimize(self, name: str, *, zorder_by: Sequence[str] | None = None) -> dict[str, Any]:
+        """Bin-pack ``name``'s small files (and cluster by ``zorder_by``); returns Delta's metrics."""
+        cols = tuple(zorder_by if zorder_by is not None else ZORDER.get(name, ()))
+        unknown = [c for c in cols if c not in TABLES[name].names]
+        if unknown:
+            raise LakeError(f"{name} has no column {', '.join(unknown)} to Z-order by")
+        stmt = f"OPTIMIZE delta.`{self.path(name)}`" + (f" ZORDER BY ({', '.join(cols)})" if cols else "")
+        row = self.spark.sql(stmt).collect()[0]
+        metrics: dict[str, Any] = row["metrics"].asDict(recursive=True)
+        return metrics
+
+    def vacuum(self, name: str, *, retain_hours: float = DEFAULT_RETENTION_HOURS) -> int:
+        """Delete files no version within ``retain_hours`` references; returns how many.
+
+        A retention under Delta's safety bound (a week) is refused by Delta unless
+        asked for explicitly, because readers of an older version would lose
+        files; this method allows it when ``retain_hours`` says so.
+        """
+        conf = self.spark.conf
+        check = "spark.databricks.delta.retentionDurationCheck.enabled"
+        conf.set(check, "false" if retain_hours < DEFAULT_RETENTION_HOURS else "true")
+        try:
+            files = self.spark.sql(
+                f"VACUUM delta.`{self.path(name)}` RETAIN {retain_hours} HOURS DRY RUN"
+            ).count()
+            self.spark.sql(f"VACUUM delta.`{self.path(name)}` RETAIN {retain_hours} HOURS").collect()
+        finally:
+            conf.set(check, "true")
+        return int(files)
+
+    def maintain(
+        self,
+        tables: Sequence[str] | None = None,
+        *,
+        vacuum: bool = True,
+        retain_hours: float = DEFAULT_RETENTION_HOURS,
+        on_table: Callable[[MaintenanceResult], None] | None = None,
+    ) -> list[MaintenanceResult]:
+        """OPTIMIZE (with each table's Z-order) and VACUUM the given (default: all existing) tables."""
+        names = [t for t in (tables or TABLES) if self.exists(t)]
+        out = []
+        for name in names:
+            start = time.monotonic()
+            before = self.detail(name)
+            v0 = self.version(name)
+            self.optimize(name)
+            deleted = self.vacuum(name, retain_hours=retain_hours) if vacuum else 0
+            after = self.detail(name)
+            res = MaintenanceResult(
+                table=name,
+                files_before=int(before["numFiles"]),
+                files_after=int(after["numFiles"]),
+                version_before=v0,
+                version_after=self.version(name),
+                zorder_by=ZORDER.get(name, ()),
+                vacuumed_files=deleted,
+                seconds=time.monotonic() - start,
+            )
+            out.append(res)
+            if on_table:
+                on_table(res)
+        return out
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:500] if text else type(exc).__name__
