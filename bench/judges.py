@@ -14,7 +14,13 @@ solution applied (untimed):
   run directly in the same sandbox, exit code only.
 
 Both alternate task by task in the same sandbox. Also: judgements/s of the
-full composite judge (process + tests + static + efficiency) with 2 workers.
+full composite judge (process + tests + static + efficiency) with 2 workers,
+and what re-judging costs:
+
+- ``export``: archiving the final workspace, as a rollout does before judging
+  (``Sandbox.export_workspace``), against the judge it precedes;
+- ``rejudge``: unpacking that archive as untrusted, leasing a fresh pooled
+  sandbox reset to it, and judging there, against judging the live sandbox.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,6 +46,7 @@ from judges import JudgeContext, build_judge, find_task_dirs, load_task
 from judges.admission import ADMISSION_SPEC
 from judges.replay import Trajectory, apply_reference, prepare
 from sandboxes import SandboxPool, get_backend
+from sandboxes.workspace_io import extract_archive
 
 TASKS = Path(__file__).resolve().parents[1] / "tasks"
 console = Console()
@@ -51,6 +59,9 @@ def bench_backend(name: str, tasks: list[Any]) -> dict[str, Any]:
     fw: list[float] = []
     base: list[float] = []
     verdicts = []
+    export_s: list[float] = []
+    rejudge_s: list[float] = []
+    rejudge_verdicts = []
     with SandboxPool(backend, ADMISSION_SPEC, max_size=2) as pool:
         for task in tasks:
             with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
@@ -71,6 +82,17 @@ def bench_backend(name: str, tasks: list[Any]) -> dict[str, Any]:
                     )
                     base.append(time.perf_counter() - t)
                     assert r.exit_code == 0, r.stdout[-500:]
+                sb.exec(["rm", "-rf", target])  # the state a rollout archives: no hidden tests in it
+                t = time.perf_counter()
+                archive = sb.export_workspace()
+                export_s.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            with tempfile.TemporaryDirectory(prefix="bench-rejudge-") as tmp:
+                extract_archive(archive, Path(tmp) / "ws")
+                with pool.lease(image=task.spec.initial_state.image, workspace=Path(tmp) / "ws") as sb2:
+                    j = judge(JudgeContext(task=task, sandbox=sb2, events=Trajectory(task).events))
+            rejudge_s.append(time.perf_counter() - t)
+            rejudge_verdicts.append(j.verdict)
 
         def composite(task: Any) -> str:
             with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
@@ -93,6 +115,11 @@ def bench_backend(name: str, tasks: list[Any]) -> dict[str, Any]:
         "all_pass": all(v == "pass" for v in verdicts),
         "composite_per_s_2_workers": len(tasks) / comp_s,
         "composite_all_pass": all(v == "pass" for v in comp),
+        "export_p50_s": statistics.median(export_s),
+        "export_vs_judge": statistics.median(export_s) / statistics.median(fw),
+        "rejudge_p50_s": statistics.median(rejudge_s),
+        "rejudge_vs_live_judge": statistics.median(rejudge_s) / statistics.median(fw),
+        "rejudge_all_pass": all(v == "pass" for v in rejudge_verdicts),
     }
 
 
@@ -129,6 +156,26 @@ def main() -> None:
             f"{r['composite_per_s_2_workers']:.2f}",
         )
     console.print(table)
+    rj = Table(title="re-judging from the archived final state (same judge, same tasks)")
+    for col in (
+        "backend",
+        "export p50 ms",
+        "export / judge",
+        "re-judge p50 s",
+        "re-judge / live judge",
+        "verdicts",
+    ):
+        rj.add_column(col, justify="right")
+    for name, r in results["backends"].items():  # type: ignore[attr-defined]
+        rj.add_row(
+            name,
+            f"{r['export_p50_s'] * 1000:.1f}",
+            f"{r['export_vs_judge']:.3f}x",
+            f"{r['rejudge_p50_s']:.3f}",
+            f"{r['rejudge_vs_live_judge']:.2f}x",
+            "all pass" if r["rejudge_all_pass"] else "[red]differ[/red]",
+        )
+    console.print(rj)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

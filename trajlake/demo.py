@@ -284,10 +284,15 @@ def _rejudge_step(
     console.print(
         f"re-judged {report.count('judged')} held-out episodes from their archived final states with "
         f"tests {version} (only 'answer written' and 'right length'), run {report.run_id}: "
-        f"{report.count('skipped')} skipped, {report.count('error')} errors, {folded} judgements folded"
+        f"{report.count('skipped')} skipped, {report.count('error')} errors in {report.seconds:.0f}s, "
+        f"{folded} judgements folded"
     )
     console.print(
         "verdicts, online judge -> looser judge: "
         + ", ".join(f"{a}->{b}: {n}" for (a, b), n in sorted(flips.items()))
         + f"; the looser judge would have passed {flips.get(('fail', 'pass'), 0)} failed episodes"
+    )
+    console.print(
+        "explore the episodes, failures and both judge versions: [bold]trajlake api serve[/bold] "
+        f"(http://{settings.api_host}:{settings.api_port}/), or `trajlake lake sql` with Spark"
     )
