@@ -300,7 +300,14 @@ class LakeReader:
 
     def row_count(self, name: str, version: int) -> int:
         """Rows of ``name`` at ``version``, from the Delta log's file statistics (cached)."""
-        return self._derived.get((name, version, "row_count"), lambda: self.lake.row_count(name, version))
+
+        def count() -> int:
+            try:
+                return self.lake.row_count(name, version)
+            except LakeError as exc:
+                raise LakeUnavailableError(f"version {version} of {name} cannot be read: {exc}") from exc
+
+        return self._derived.get((name, version, "row_count"), count)
 
     def clear(self) -> None:
         """Drop everything cached (the next request reads from the lake again)."""

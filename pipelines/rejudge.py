@@ -53,6 +53,7 @@ from schemas.errors import InfraError, TrajlakeError
 from schemas.events import EventBase, Producer, Reward, RewardPayload
 from schemas.ids import derived_id
 
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _RUN_ID = re.compile(r"^rj-(\d{8}T\d{6})-([0-9a-f]{6})$")
 _PRODUCER_HOST = socket.gethostname()
 
@@ -251,7 +252,7 @@ def _in(values: Sequence[str]) -> str:
 
 
 def _chunks(items: Sequence[str], n: int) -> list[Sequence[str]]:
-    return [items[i : i + n] for i in range(0, len(items), n)] or [[]]
+    return [items[i : i + n] for i in range(0, len(items), n)]
 
 
 def _judge_for(task: Task, judge_spec: Mapping[str, Any] | None) -> Judge:
@@ -314,20 +315,14 @@ def rejudge(
     lock = threading.Lock()
 
     def one(c: Candidate) -> RejudgeItem:
-        item = _judge_one(
-            c,
-            lake,
-            tasks,
-            pool,
-            blobs,
-            versions,
-            judge_spec,
-            force,
-            allow_task_drift,
-            run_id,
-            epoch_ms,
-            producer,
-        )
+        try:
+            item = _judge_one(
+                c, lake, tasks, pool, blobs, versions, judge_spec, force, allow_task_drift, run_id,
+                epoch_ms, producer,
+            )  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - one episode's trouble (a corrupt archive, a full /tmp, a
+            # judge config error) is that episode's error item: the run goes on, and its id stays resumable
+            item = RejudgeItem(c.episode_id, c.task_id, "error", f"{type(exc).__name__}: {exc}"[:2000])
         if isinstance(item, tuple):
             item, event = item
             try:
@@ -381,6 +376,10 @@ def _judge_one(
     judge = _judge_for(task, judge_spec)
     if c.final_state_ref is None:
         return skip("no final state: the rollout archived none", judge.version)
+    if not _SHA256.match(c.final_state_ref):
+        return RejudgeItem(
+            c.episode_id, c.task_id, "error", f"bad final state ref {c.final_state_ref[:80]!r}", judge.version
+        )
     if c.scored_by(judge.name, judge.version) and not force:
         return skip(f"already scored: {judge.name} {judge.version}", judge.version)
     previous_verdict = c.previous_verdict(judge.name, judge.version)
@@ -411,7 +410,10 @@ def _judge_one(
         event_id=event_id,
         episode_id=c.episode_id,
         seq=0,  # not one of the episode's own steps: the projection orders re-judgements by time
-        ts=dt.datetime.now(dt.UTC),
+        # the run's start, not now: a resumed run re-sends byte-identical events, so they land in
+        # the same event_date partition and the pipeline's dedup (event_id, event_date) keeps one;
+        # a later run still supersedes an earlier one (the projection orders by ts)
+        ts=dt.datetime.fromtimestamp(epoch_ms / 1000, dt.UTC),
         producer=producer,
         payload=RewardPayload(**fields, source="rejudge", rejudge_run_id=run_id),
     )

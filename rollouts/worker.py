@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ingest.errors import IngestError
 from ingest.recorder import Episode, EpisodeRecorder
 from judges.context import JudgeContext
 from judges.registry import build_judge
@@ -91,8 +92,10 @@ def _capture_final_state(ep: Episode, sb: Sandbox, recorder: EpisodeRecorder) ->
         return None
     try:
         return recorder.blobs.put(sb.export_workspace()).sha256
-    except SandboxQuotaError as exc:  # too big to keep: the episode still counts, re-judging it will not
-        ep.annotate("final_state_not_captured", str(exc))
+    except (SandboxQuotaError, IngestError, OSError) as exc:
+        # too big or too deep to keep, or the blob store failed: the episode is still judged and
+        # counts; only re-judging it later will not be possible, and the annotation says why
+        ep.annotate("final_state_not_captured", f"{type(exc).__name__}: {exc}"[:2000])
         return None
 
 

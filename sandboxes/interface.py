@@ -244,6 +244,7 @@ class Sandbox(ABC):
 
         Identical workspaces give identical bytes, so the archive is stored in the
         blob store by its sha256 and a re-judge job can rebuild the state later.
+        Like a snapshot, it kills whatever the agent left running first.
 
         Raises:
             SandboxQuotaError: the archive would exceed ``max_bytes``.
@@ -251,6 +252,7 @@ class Sandbox(ABC):
         self._check_open()
         from sandboxes.workspace_io import archive_tree
 
+        self._quiesce()  # nothing the agent left running may change the files mid-archive
         return archive_tree(self._workspace_root(), max_bytes=max_bytes)
 
     def snapshot(self) -> str:
@@ -381,6 +383,10 @@ class Sandbox(ABC):
     @abstractmethod
     def _write_file(self, rel: str, data: bytes, mode: int) -> None:
         """Write a workspace file given its normalised relative path."""
+
+    @abstractmethod
+    def _quiesce(self) -> None:
+        """Kill every process running in the sandbox."""
 
     @abstractmethod
     def _workspace_root(self) -> Path:

@@ -156,23 +156,30 @@ def clear_dir(root: Path) -> None:
                 os.unlink(entry.path)
 
 
+MAX_ARCHIVE_DEPTH = 64
+"""Deepest directory nesting an archive follows; deeper is refused (an agent can nest thousands)."""
+
+
 def archive_tree(root: Path, *, max_bytes: int) -> bytes:
     """A deterministic tar of everything under ``root``: the same files give the same bytes.
 
     Entries are sorted, owned by 0:0 with time 0 and their permission bits only, so
     an archive is content-addressable (the blob store keys it by sha256). Symlinks
     are stored as links, never followed; sockets, fifos and devices are left out.
-    Every file is opened relative to its directory's descriptor with ``O_NOFOLLOW``,
-    so the agent swapping a file for a link mid-archive cannot make the host read
-    outside the workspace.
+    The agent controls ``root``, so every entry is opened relative to its
+    directory's descriptor with ``O_NOFOLLOW | O_NONBLOCK`` and checked with
+    ``fstat`` (a file swapped for a link or a fifo mid-archive is neither followed
+    nor waited on); entries that vanish meanwhile are skipped.
 
     Raises:
-        SandboxQuotaError: the archive would exceed ``max_bytes``.
+        SandboxQuotaError: the archive would exceed ``max_bytes``, or the tree is
+            nested deeper than :data:`MAX_ARCHIVE_DEPTH`.
     """
     import io
     import tarfile
 
     buf = io.BytesIO()
+    gone = (errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.ENXIO)
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
 
         def add(info: tarfile.TarInfo, data: bytes | None = None) -> None:
@@ -183,34 +190,45 @@ def archive_tree(root: Path, *, max_bytes: int) -> bytes:
             if buf.tell() > max_bytes:
                 raise SandboxQuotaError(f"workspace archive exceeds {max_bytes} bytes")
 
-        def walk(dfd: int, prefix: str) -> None:
+        def walk(dfd: int, prefix: str, depth: int) -> None:
             for name in sorted(os.listdir(dfd)):
                 rel = f"{prefix}{name}"
-                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-                info = tarfile.TarInfo(rel)
-                info.mode = stat.S_IMODE(st.st_mode) & 0o777
-                if stat.S_ISLNK(st.st_mode):
-                    info.type = tarfile.SYMTYPE
-                    info.linkname = os.readlink(name, dir_fd=dfd)
-                    add(info)
-                elif stat.S_ISDIR(st.st_mode):
+                try:
+                    entry(dfd, name, rel, depth)
+                except OSError as exc:
+                    if exc.errno not in gone:
+                        raise  # removed or swapped while we looked: not part of the state
+
+        def entry(dfd: int, name: str, rel: str, depth: int) -> None:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            info = tarfile.TarInfo(rel)
+            info.mode = stat.S_IMODE(st.st_mode) & 0o777
+            if stat.S_ISLNK(st.st_mode):
+                info.type = tarfile.SYMTYPE
+                info.linkname = os.readlink(name, dir_fd=dfd)
+                add(info)
+            elif stat.S_ISDIR(st.st_mode):
+                if depth >= MAX_ARCHIVE_DEPTH:
+                    raise SandboxQuotaError(f"workspace nests over {MAX_ARCHIVE_DEPTH} directories at {rel}")
+                sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+                try:
                     info.type = tarfile.DIRTYPE
                     add(info)
-                    sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
-                    try:
-                        walk(sub, rel + "/")
-                    finally:
-                        os.close(sub)
-                elif stat.S_ISREG(st.st_mode):
-                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-                    with os.fdopen(fd, "rb") as fh:
-                        data = fh.read(max_bytes + 1)
-                    info.size = len(data)
-                    add(info, data)
+                    walk(sub, rel + "/", depth + 1)
+                finally:
+                    os.close(sub)
+            elif stat.S_ISREG(st.st_mode):
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+                with os.fdopen(fd, "rb") as fh:
+                    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                        return  # swapped for something else since the stat
+                    data = fh.read(max_bytes + 1)
+                info.size = len(data)
+                add(info, data)
 
         top = os.open(root, _DIR_FLAGS)
         try:
-            walk(top, "")
+            walk(top, "", 0)
         finally:
             os.close(top)
     return buf.getvalue()

@@ -436,6 +436,10 @@ def lake_maintain(
     retain_hours: Annotated[
         float, typer.Option(help="VACUUM keeps files versions this recent still need (Delta: 168).")
     ] = 168.0,
+    allow_short_retention: Annotated[
+        bool,
+        typer.Option(help="Allow --retain-hours under 168 (no pipeline writing, no pinned reader)."),
+    ] = False,
     lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None,
 ) -> None:
     """OPTIMIZE (Z-ordered by episode where reads go by episode) and VACUUM the tables, with Spark."""
@@ -449,7 +453,7 @@ def lake_maintain(
     ):
         try:
             for r in sl.maintain(
-                table, vacuum=vacuum, retain_hours=retain_hours,
+                table, vacuum=vacuum, retain_hours=retain_hours, allow_short_retention=allow_short_retention,
                 on_table=lambda r: status.update(f"{r.table} done; next..."),
             ):  # fmt: skip
                 results.append(r)
@@ -474,12 +478,16 @@ def lake_sql(
     lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None,
 ) -> None:
     """Run a SQL query over the lake's tables with Spark."""
+    from pipelines import LakeError
     from pipelines.spark_lake import SparkLake
 
     with SparkLake(lake or _settings().lake, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")) as sl:
         try:
             df = sl.sql(query)
-            rows = [r.asDict(recursive=True) for r in df.limit(limit).collect()]
+            try:
+                rows = [r.asDict(recursive=True) for r in df.limit(limit).collect()]
+            except Exception as exc:  # noqa: BLE001 - execution errors come through py4j untyped
+                raise LakeError(f"query failed: {str(exc).strip().splitlines()[0][:500]}") from exc
             columns = list(df.columns)
         except TrajlakeError as exc:
             _fail(exc)
@@ -576,6 +584,8 @@ def _leave(code: int) -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can be said there
-            pass
+        except (OSError, ValueError):
+            # output was lost (a full disk, a closed pipe): never report success then; 120 is
+            # what the interpreter itself exits with when it cannot flush at exit
+            code = code or 120
     os._exit(code)

@@ -8,6 +8,8 @@ repeated or resumed run adds nothing twice.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,6 +159,10 @@ def test_a_repeated_run_adds_nothing_and_a_resumed_one_dedups(world: World) -> N
     world.fold()
     events = world.lake.read("events", where=f"topic = '{world.judgements_topic}'").to_pylist()
     assert len(events) == 3 and len({e["event_id"] for e in events}) == 3  # ... and folded once
+    # stamped with the run's start, so a resume on another day re-sends byte-identical events
+    # into the same event_date partition (the bronze dedup key is event_id + event_date)
+    start = dt.datetime.fromtimestamp(run_epoch_ms(first.run_id) / 1000, dt.UTC)  # type: ignore[attr-defined]
+    assert {e["ts"] for e in events} == {start}
     assert len([r for r in world.rewards() if r["judge_name"] == "tests"]) == 3
 
 
@@ -178,3 +184,20 @@ def test_bad_requests_fail_before_any_work(world: World, tmp_path: Path) -> None
         rejudge(Lake(tmp_path / "empty"), {}, world.pool, KafkaSink(), world.blobs, topic="x")
     rid = new_run_id()
     assert run_epoch_ms(rid) > 1_700_000_000_000
+    # a selection that matches nothing is an empty report, not an error
+    assert world.rejudge(selection=RejudgeSelection(task_ids=("no-such-task",))).items == []  # type: ignore[attr-defined]
+
+
+def test_one_unreadable_final_state_is_an_error_item_and_the_run_goes_on(world: World) -> None:
+    ref = next(
+        json.loads(r["payload"])["final_state_ref"]
+        for r in world.lake.read(
+            "events", where=f"episode_id = '{world.idle}' AND type = 'episode_ended'"
+        ).to_pylist()
+    )
+    path = world.home / "blobs" / ref[:2] / ref[2:4] / ref
+    path.write_bytes(b"not the archive")
+    report = world.rejudge(judge_spec=LENIENT)
+    by_episode = {i.episode_id: i for i in report.items}  # type: ignore[attr-defined]
+    assert by_episode[world.idle].outcome == "error" and "unreadable" in by_episode[world.idle].reason
+    assert [by_episode[e].outcome for e in world.fixed] == ["judged", "judged"]

@@ -106,7 +106,10 @@ def test_spark_maintenance_compacts_and_the_pipeline_goes_on_exactly_once(
     txns_before = {a: lake.table("events").transaction_version(a) for a in apps}
     assert files_before["events"] > 4  # micro-batches left many small files
 
-    results = {r.table: r for r in SparkLake(cfg.lake_root).maintain(retain_hours=0)}
+    sl = SparkLake(cfg.lake_root)
+    with pytest.raises(LakeError, match="under Delta's safety bound"):
+        sl.vacuum("events", retain_hours=0)  # a short retention must be asked for explicitly
+    results = {r.table: r for r in sl.maintain(retain_hours=0, allow_short_retention=True)}
     events = results["events"]  # append-only: one small file per micro-batch and day
     assert events.files_after < events.files_before and events.zorder_by == ("episode_id",)
     assert events.vacuumed_files >= events.files_before  # the rewritten files are gone from disk

@@ -49,6 +49,9 @@ class HostSandbox(Sandbox):
     def _workspace_root(self) -> Path:
         return self.root
 
+    def _quiesce(self) -> None:
+        pass
+
     def _snapshot(self):  # type: ignore[no-untyped-def]
         raise NotImplementedError
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sandboxes.errors import SandboxPathError, SandboxQuotaError
-from sandboxes.workspace_io import archive_tree, extract_archive
+from sandboxes.workspace_io import MAX_ARCHIVE_DEPTH, archive_tree, extract_archive
 
 
 def _tree(root: Path) -> None:
@@ -82,3 +82,12 @@ def test_hostile_archives_cannot_write_outside(tmp_path: Path, members: list[tup
         extract_archive(_evil(*members), dest)
     assert not (tmp_path / "escape.txt").exists()
     assert not Path("/tmp/planted.txt").exists()
+
+
+def test_a_tree_nested_too_deep_is_refused_not_recursed(tmp_path: Path) -> None:
+    deep = tmp_path / "ws"
+    (deep / "/".join(["d"] * (MAX_ARCHIVE_DEPTH + 1))).mkdir(parents=True)
+    with pytest.raises(SandboxQuotaError, match="nests over"):
+        archive_tree(deep, max_bytes=1 << 20)
+    (tmp_path / "ok" / "/".join(["d"] * MAX_ARCHIVE_DEPTH)).mkdir(parents=True)
+    assert archive_tree(tmp_path / "ok", max_bytes=1 << 20)

@@ -108,7 +108,11 @@ def test_lake_sql_and_maintain_run_on_spark(fresh_broker: EmbeddedKafka) -> None
     lake = Lake(home / "lake")
     rows = lake.read("events").num_rows
     files = len(lake.table("events").file_uris())
-    out = run(home, port, "lake", "maintain", "--table", "events", "--retain-hours", "0").stdout
+    refused = run(home, port, "lake", "maintain", "--table", "events", "--retain-hours", "0", check=False)
+    assert refused.returncode == 1 and "safety bound" in refused.stderr
+    out = run(
+        home, port, "lake", "maintain", "--table", "events", "--retain-hours", "0", "--allow-short-retention"
+    ).stdout
     assert "events" in out and "episode_id" in out
     assert len(lake.table("events").file_uris()) < files and lake.read("events").num_rows == rows
     bad = run(home, port, "lake", "sql", "SELECT nope FROM episodes", check=False)
