@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,7 +121,7 @@ def _torch_step(
         ref.eval()
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     model.train()
-    rows = []
+    rows: list[dict[str, float]] = []
     step = 0
     for epoch in range(args.epochs):
         for batch in batches.torch(device):
@@ -144,17 +144,29 @@ def _torch_step(
             loss.backward()  # type: ignore[no-untyped-call]
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
             opt.step()
-            row = {
-                "step": step,
-                "epoch": epoch,
-                "loss": float(loss.detach()) if hasattr(loss, "detach") else float(loss),
-                **{k: float(v) for k, v in m.items()},
-            }
-            rows.append(row)
-            if on_step:
-                on_step(row)
+            _record(rows, on_step, step, epoch, loss, m)
             step += 1
     return {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}, rows
+
+
+def _record(
+    rows: list[dict[str, float]],
+    on_step: Callable[[dict[str, float]], None] | None,
+    step: int,
+    epoch: int,
+    loss: Any,
+    metrics: Mapping[str, Any],
+) -> None:
+    """One learner step's metrics row (torch tensors and JAX arrays alike), kept and reported."""
+    row = {
+        "step": step,
+        "epoch": epoch,
+        "loss": float(loss.detach()) if hasattr(loss, "detach") else float(loss),
+        **{k: float(v) for k, v in metrics.items()},
+    }
+    rows.append(row)
+    if on_step:
+        on_step(row)
 
 
 # --------------------------------------------------------------------- jax
@@ -225,22 +237,14 @@ def _jax_step(
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
     opt = _Adam(params, args.lr)
-    rows = []
+    rows: list[dict[str, float]] = []
     step = 0
     for epoch in range(args.epochs):
         for nb in batches.numpy():
             batch = {k: jnp.asarray(v) for k, v in nb.items()}
             (loss, m), grads = grad_fn(params, batch)
             params = opt.update(params, _clip_grads(grads, args.max_grad_norm))
-            row = {
-                "step": step,
-                "epoch": epoch,
-                "loss": float(loss.detach()) if hasattr(loss, "detach") else float(loss),
-                **{k: float(v) for k, v in m.items()},
-            }
-            rows.append(row)
-            if on_step:
-                on_step(row)
+            _record(rows, on_step, step, epoch, loss, m)
             step += 1
     return params_to_numpy(params), rows
 

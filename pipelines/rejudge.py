@@ -389,9 +389,7 @@ def _judge_one(
         return RejudgeItem(c.episode_id, c.task_id, "error", f"final state unreadable: {exc}", judge.version)
     events: list[Any] = [
         row_to_event(r)
-        for r in lake.read(
-            "events", version=versions["events"], where=f"episode_id = {_sql(c.episode_id)}"
-        ).to_pylist()
+        for r in lake.read_episodes_events([c.episode_id], version=versions["events"]).to_pylist()
     ]
     events.sort(key=lambda e: e.seq)
     try:
