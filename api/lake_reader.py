@@ -32,10 +32,9 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
 
 from api.errors import LakeUnavailableError, VersionNotFoundError
-from pipelines import Lake, LakeError
+from pipelines import Lake, LakeError, TableMissingError
 from schemas.tables import TABLES
 
 T = TypeVar("T")
@@ -144,7 +143,7 @@ class _Lru:
 
 
 def _missing(exc: LakeError) -> bool:
-    return isinstance(exc.__cause__, TableNotFoundError)
+    return isinstance(exc, TableMissingError)
 
 
 def sql_literal(value: str) -> str:

@@ -17,16 +17,32 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from schemas.errors import TrajlakeError
+from schemas.errors import UnavailableError
 
 
-class MavenError(TrajlakeError):
+class MavenError(UnavailableError):
     """Maven is missing or could not resolve a component's jars."""
 
 
 def pom_path(component: str) -> Path:
     """The pom of ``component`` (``kafka``, ``spark``) shipped in the ``infra`` package."""
     return Path(str(resources.files(f"infra.{component}").joinpath("pom.xml")))
+
+
+def _cache_file(pom: Path) -> Path:
+    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
+    cache_dir = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trajlake"
+    return cache_dir / f"{pom.parent.name}-classpath-{digest}.txt"
+
+
+def cached_classpath(pom: Path) -> list[str] | None:
+    """The classpath of ``pom`` if it was resolved before and every jar is still there; never runs Maven."""
+    cache = _cache_file(pom)
+    try:
+        jars = [p for p in cache.read_text().strip().split(os.pathsep) if p]
+    except OSError:
+        return None
+    return jars if jars and all(Path(p).exists() for p in jars) else None
 
 
 def build_classpath(pom: Path, label: str, progress: Callable[[str], None] | None = None) -> list[str]:
@@ -40,13 +56,11 @@ def build_classpath(pom: Path, label: str, progress: Callable[[str], None] | Non
     Raises:
         MavenError: Maven is missing or could not resolve the jars.
     """
-    digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]
-    cache_dir = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trajlake"
-    cache = cache_dir / f"{pom.parent.name}-classpath-{digest}.txt"
-    if cache.exists():
-        jars = [p for p in cache.read_text().strip().split(os.pathsep) if p]
-        if jars and all(Path(p).exists() for p in jars):
-            return jars
+    cache = _cache_file(pom)
+    jars = cached_classpath(pom)
+    if jars is not None:
+        return jars
+    cache_dir = cache.parent
     mvn = shutil.which("mvn")
     if not mvn:
         raise MavenError(

@@ -8,6 +8,7 @@ from ingest.blobs import BlobStore
 from ingest.delivery import DeliveryStats, SpooledDelivery
 from ingest.errors import (
     BrokerError,
+    BrokerUnavailableError,
     DeliveryTimeoutError,
     EpisodeStateError,
     ImportFormatError,
@@ -28,6 +29,7 @@ __all__ = [
     "SDK_VERSION",
     "BlobStore",
     "BrokerError",
+    "BrokerUnavailableError",
     "DeliveryStats",
     "DeliveryTimeoutError",
     "Episode",

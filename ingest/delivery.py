@@ -302,7 +302,8 @@ class SpooledDelivery:
         if not self.spool.wait_drained(left):
             raise DeliveryTimeoutError(
                 f"{self.spool.pending} records not acknowledged after {timeout}s; "
-                f"they stay in the spool at {self.spool.directory}"
+                f"they stay in the spool at {self.spool.directory} and are sent when the broker "
+                "answers (`trajlake spool drain` sends the spools of workers that are gone)"
             )
 
     def close(self, timeout: float | None = 30.0) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas.errors import InfraError, TrajlakeError
+from schemas.errors import InfraError, TrajlakeError, UnavailableError
 
 
 class IngestError(TrajlakeError):
@@ -28,7 +28,7 @@ class SinkError(IngestError, InfraError):
     """The event sink (Kafka) failed."""
 
 
-class SinkUnavailableError(SinkError):
+class SinkUnavailableError(SinkError, UnavailableError):
     """The sink cannot take events right now (broker down, metadata unavailable)."""
 
 
@@ -42,6 +42,10 @@ class EpisodeStateError(IngestError):
 
 class BrokerError(IngestError):
     """The embedded Kafka broker could not be prepared, started, or stopped."""
+
+
+class BrokerUnavailableError(BrokerError, UnavailableError):
+    """The broker cannot be started here (no Java, no Maven, jars not resolvable) or does not answer."""
 
 
 class ImportFormatError(IngestError):

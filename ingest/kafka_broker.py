@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ingest.errors import BrokerError
+from ingest.errors import BrokerError, BrokerUnavailableError, SinkUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,27 @@ def port_in_use(host: str, port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
         return True
     return False
+
+
+def require_broker(bootstrap: str, *, timeout_s: float = 2.0) -> None:
+    """Fail fast, with the fix, when no bootstrap server accepts a connection.
+
+    Kafka clients retry an unreachable bootstrap for tens of seconds before they
+    give up; a command that cannot work without the log says so at once instead.
+
+    Raises:
+        SinkUnavailableError: none of the bootstrap servers accepts TCP connections.
+    """
+    for server in bootstrap.split(","):
+        host, sep, port = server.strip().rpartition(":")
+        if not sep or not port.isdigit():
+            raise SinkUnavailableError(f"bootstrap servers must be host:port[,host:port], got {bootstrap!r}")
+        with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=timeout_s):
+            return
+    raise SinkUnavailableError(
+        f"no Kafka broker answers at {bootstrap}; start the embedded one with `trajlake up` "
+        "(or point TRAJLAKE_KAFKA_BOOTSTRAP at a running cluster)"
+    )
 
 
 def _free_port(host: str) -> int:
@@ -131,7 +152,7 @@ class EmbeddedKafka:
         java_home = os.environ.get("JAVA_HOME")
         java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
         if not java or not Path(java).exists():
-            raise BrokerError(
+            raise BrokerUnavailableError(
                 "Java not found: the embedded Kafka broker needs a Java 17+ runtime on PATH "
                 "(e.g. `apt-get install openjdk-17-jre-headless`) or JAVA_HOME set"
             )
@@ -142,7 +163,10 @@ class EmbeddedKafka:
             if major == 1 and m.group(2):
                 major = int(m.group(2))
             if major < MIN_JAVA:
-                raise BrokerError(f"Kafka 4 needs Java {MIN_JAVA}+, found Java {major} at {java}")
+                raise BrokerUnavailableError(
+                    f"Kafka 4 needs Java {MIN_JAVA}+, found Java {major} at {java}; install a newer one "
+                    "(e.g. `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME"
+                )
         return java
 
     def classpath(self) -> str:
@@ -156,7 +180,14 @@ class EmbeddedKafka:
         try:
             return os.pathsep.join(build_classpath(_pom_path(), "the Apache Kafka jars", self._progress))
         except MavenError as exc:
-            raise BrokerError(str(exc)) from exc
+            raise BrokerUnavailableError(str(exc)) from exc
+
+    @staticmethod
+    def resolved_jars() -> list[str] | None:
+        """The broker's jars if Maven resolved them before (``None``: the next start resolves them)."""
+        from infra.maven import cached_classpath
+
+        return cached_classpath(_pom_path())
 
     # ------------------------------------------------------------- state
 

@@ -41,6 +41,7 @@ def read_log(
     start: dict[int, int] | None = None,
     end: dict[int, int] | None = None,
     poll_timeout_ms: int = 1000,
+    missing_ok: bool = True,
 ) -> Iterator[tuple[str, int, int, bytes | None, bytes]]:
     """Yield ``(topic, partition, offset, key, value)`` of ``[start, end)`` per partition.
 
@@ -50,9 +51,10 @@ def read_log(
         start: first offset per partition (default: the beginning).
         end: end offset (exclusive) per partition (default: the end offsets now).
         poll_timeout_ms: how long one poll waits for records.
+        missing_ok: a topic that does not exist reads as empty (else it raises).
 
     Raises:
-        SinkUnavailableError: Kafka cannot be reached.
+        SinkUnavailableError: Kafka cannot be reached, or the topic does not exist and not ``missing_ok``.
     """
     try:
         consumer = KafkaConsumer(
@@ -69,6 +71,11 @@ def read_log(
         parts = sorted(consumer.partitions_for_topic(topic) or [])
         tps = [TopicPartition(topic, p) for p in parts]
         if not tps:
+            if not missing_ok:
+                raise SinkUnavailableError(
+                    f"there is no topic {topic} on the broker at {bootstrap}; `trajlake up` creates "
+                    "trajlake's topics (or name another with --topic)"
+                )
             return
         ends = end if end is not None else {tp.partition: o for tp, o in consumer.end_offsets(tps).items()}
         begins = start or {tp.partition: o for tp, o in consumer.beginning_offsets(tps).items()}
@@ -93,10 +100,16 @@ def read_log(
         consumer.close()
 
 
-def read_events(bootstrap: str, topic: str, *, episode_id: str | None = None) -> Iterator[LogRecord]:
-    """Every record of ``topic`` up to now, parsed; optionally of one episode only."""
+def read_events(
+    bootstrap: str, topic: str, *, episode_id: str | None = None, missing_ok: bool = True
+) -> Iterator[LogRecord]:
+    """Every record of ``topic`` up to now, parsed; optionally of one episode only.
+
+    Raises:
+        SinkUnavailableError: as :func:`read_log`.
+    """
     key = episode_id.encode() if episode_id else None
-    for t, p, o, k, v in read_log(bootstrap, topic):
+    for t, p, o, k, v in read_log(bootstrap, topic, missing_ok=missing_ok):
         if key is not None and k != key:
             continue
         try:

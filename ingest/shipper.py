@@ -467,7 +467,8 @@ class ShippedDelivery:
             why = f" (shipper: {p.error})" if p is not None and p.error else ""
             raise DeliveryTimeoutError(
                 f"{self.spool.pending} records not acknowledged after {timeout}s{why}; "
-                f"they stay in the spool at {self.spool.directory}"
+                f"they stay in the spool at {self.spool.directory} and are sent when the broker "
+                "answers (`trajlake spool drain` sends the spools of workers that are gone)"
             )
         self._sync_stats()
 

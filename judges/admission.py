@@ -19,6 +19,7 @@ import hashlib
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -202,6 +203,11 @@ def admit(path: str | Path, pool: SandboxPool, *, runs: int = 3) -> AdmissionRes
     )
     res.duration_s = time.monotonic() - start
     return res
+
+
+def rejection_reasons(results: Iterable[AdmissionResult]) -> Counter[str]:
+    """Every distinct reason a task was rejected for, with how many tasks it rejected."""
+    return Counter(reason for r in results for reason in dict.fromkeys(r.reasons))
 
 
 def admit_all(

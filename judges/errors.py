@@ -27,3 +27,7 @@ class TaskSpecError(JudgeError, ValueError):
 
 class GoldenSetError(JudgeError):
     """A golden case is malformed or refers to an unknown task."""
+
+
+class AdmissionError(JudgeError):
+    """Tasks a job needs were not admitted (the message gives the distinct reasons and counts)."""

@@ -24,6 +24,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
 from learners.config import ModelConfig
+from learners.errors import CheckpointNotFoundError
 from schemas.tables import TABLES
 
 
@@ -150,18 +151,22 @@ def lineage_chain(lake: str | Path, checkpoint_id: str) -> list[dict[str, Any]]:
     """The checkpoint and its ancestors, newest first.
 
     Raises:
-        KeyError: the checkpoint (or an ancestor) is not in the table.
+        CheckpointNotFoundError: the checkpoint (or an ancestor) is not in the table.
     """
     rows = read_checkpoints(lake)
     chain = []
     current: str | None = checkpoint_id
     while current is not None:
         if current not in rows:
-            raise KeyError(f"checkpoint {current!r} is not in the checkpoints table of {lake}")
+            known = ", ".join(sorted(rows)[-3:]) or "none"
+            raise CheckpointNotFoundError(
+                f"checkpoint {current!r} is not in the checkpoints table of {lake} (latest: {known}); "
+                "`trajlake lineage latest` shows the newest"
+            )
         chain.append(rows[current])
         current = rows[current]["parent_id"]
         if len(chain) > 10_000:
-            raise KeyError("lineage loops")
+            raise CheckpointNotFoundError(f"the lineage of {checkpoint_id} loops")
     return chain
 
 

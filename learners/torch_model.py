@@ -41,6 +41,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from learners.config import ModelConfig
+from learners.errors import DeviceUnavailableError
 
 LN_EPS = 1e-5
 INIT_STD = 0.02
@@ -310,7 +311,7 @@ def select_device(prefer: str = "auto") -> torch.device:
         The device.
 
     Raises:
-        RuntimeError: if cuda is asked for but not available.
+        DeviceUnavailableError: if cuda is asked for but not available.
         ValueError: on any other string.
     """
     if prefer == "auto":
@@ -319,7 +320,9 @@ def select_device(prefer: str = "auto") -> torch.device:
         return torch.device("cpu")
     if prefer == "cuda" or prefer.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise RuntimeError(f"device {prefer!r} was asked for but CUDA is not available")
+            raise DeviceUnavailableError(
+                f"device {prefer!r} was asked for but CUDA is not available here; use --device cpu or auto"
+            )
         return torch.device(prefer)
     raise ValueError(f"unknown device {prefer!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:N'")
 

@@ -14,7 +14,7 @@ from pipelines.beam_stages import (
     WriteDelta,
 )
 from pipelines.delta_sink import PIPELINE_TABLES, Lake, OffsetRange, app_id
-from pipelines.errors import LakeError, PipelineError
+from pipelines.errors import LakeError, PipelineError, TableMissingError, VersionNotFoundError
 from pipelines.failures import CATEGORIES, attribute, failure_rows, normalise_error
 from pipelines.lake_diff import TableDiff, diff_lakes
 from pipelines.log_pipeline import (
@@ -38,6 +38,8 @@ __all__ = [
     "EpisodeState",
     "Lake",
     "LakeError",
+    "TableMissingError",
+    "VersionNotFoundError",
     "LoadTouchedEpisodes",
     "OffsetRange",
     "ParseAndValidate",

@@ -25,7 +25,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from pipelines.errors import LakeError
+from pipelines.errors import LakeError, TableMissingError, VersionNotFoundError
 from schemas.tables import PARTITION_COLUMNS, PRIMARY_KEYS, TABLES
 
 log = logging.getLogger(__name__)
@@ -101,12 +101,26 @@ class Lake:
             LakeError: no such table (or version).
         """
         try:
-            return DeltaTable(self.uri(name), version=version, storage_options=self.storage_options)
-        except (TableNotFoundError, DeltaError) as exc:
-            raise LakeError(
-                f"cannot open table {name} at {self.uri(name)}"
-                f"{'' if version is None else f' version {version}'}: {exc}"
+            dt = DeltaTable(self.uri(name), storage_options=self.storage_options)
+        except TableNotFoundError as exc:
+            raise TableMissingError(
+                f"the lake at {self.root} has no table {name}; `trajlake pipeline run --once` folds the "
+                "log into it"
             ) from exc
+        except DeltaError as exc:
+            raise LakeError(f"cannot open table {name} at {self.uri(name)}: {exc}") from exc
+        if version is None:
+            return dt
+        latest = dt.version()
+        if not 0 <= version <= latest:
+            raise VersionNotFoundError(f"table {name} has no version {version}: its versions are 0..{latest}")
+        try:
+            dt.load_as_version(version)
+        except DeltaError as exc:
+            raise VersionNotFoundError(
+                f"version {version} of table {name} cannot be loaded ({exc}); it may have been vacuumed"
+            ) from exc
+        return dt
 
     def exists(self, name: str) -> bool:
         """Whether ``name`` is a Delta table."""

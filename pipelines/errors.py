@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas.errors import TrajlakeError
+from schemas.errors import TrajlakeError, UnavailableError
 
 
 class PipelineError(TrajlakeError):
@@ -11,3 +11,11 @@ class PipelineError(TrajlakeError):
 
 class LakeError(PipelineError):
     """A Delta table could not be created, opened, read or committed to."""
+
+
+class TableMissingError(LakeError, UnavailableError):
+    """A table (or the whole lake) does not exist yet; the pipeline creates it."""
+
+
+class VersionNotFoundError(LakeError, ValueError):
+    """A Delta version asked for does not exist (the message names the range that does)."""

@@ -1,7 +1,7 @@
 """Rollout workers: tasks -> sandboxes -> policy steps through tools -> judges -> events."""
 
 from rollouts.actions import TOOLS, ToolAction, parse_action
-from rollouts.errors import PolicySpecError, PolicyUnavailableError, RolloutError
+from rollouts.errors import PolicySpecError, PolicyUnavailableError, RolloutError, RolloutWorkerError
 from rollouts.policies import (
     Generation,
     GeneratorPolicy,
@@ -29,6 +29,7 @@ __all__ = [
     "PolicyUnavailableError",
     "RolloutConfig",
     "RolloutError",
+    "RolloutWorkerError",
     "ScriptedPolicy",
     "TaskPool",
     "ToolAction",

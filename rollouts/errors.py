@@ -15,3 +15,7 @@ class PolicySpecError(RolloutError, ValueError):
 
 class PolicyUnavailableError(RolloutError, InfraError):
     """The policy's server or model cannot be reached or loaded (infrastructure, not the policy)."""
+
+
+class RolloutWorkerError(RolloutError):
+    """A rollout worker process failed outside any episode (its policy did not load, it died)."""

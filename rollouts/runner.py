@@ -11,6 +11,7 @@ import importlib
 import multiprocessing as mp
 import os
 import queue as queue_mod
+import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -18,10 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rollouts.errors import RolloutWorkerError
 from rollouts.sampler import Assignment
 from rollouts.worker import EpisodeOutcome
 from sandboxes.interface import SandboxSpec
 from sandboxes.registry import SandboxConfig
+from schemas.errors import TrajlakeError
 
 ROLLOUT_SPEC = SandboxSpec(memory_mb=1024, pids=256, disk_mb=256, tmp_mb=128, exec_timeout_s=120)
 
@@ -50,27 +53,43 @@ def _resolve(path: str) -> Callable[..., Any]:
     return fn
 
 
+class _Stopped(BaseException):
+    """The parent asked this worker to stop (SIGTERM); like Ctrl-C, no ``except Exception`` takes it."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise _Stopped("stopped by the parent")
+
+
 def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], out: Any) -> None:
+    # Ctrl-C reaches every process of the terminal's group: the parent alone decides, and stops the
+    # workers with SIGTERM, which ends the episode in flight as `aborted` through the recorder.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop)
     # one CPU thread per worker process: the workers are the parallelism
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from ingest.recorder import EpisodeRecorder
-    from judges.tasks import load_task
-    from rollouts.worker import run_episode
-    from sandboxes.pool import SandboxPool
-    from sandboxes.registry import get_backend
-
-    # each worker gets its own index, so that seeded policies do not repeat each other's samples
-    policy = _resolve(cfg.policy_factory)(cfg.policy_spec, worker_index=idx)
-    backend = get_backend(cfg.sandbox_backend, cfg.sandbox_config)
-    tasks: dict[str, Any] = {}
-    rec = EpisodeRecorder.open(
-        bootstrap=cfg.bootstrap,
-        home=Path(cfg.home),
-        worker_id=f"rollout-{cfg.run_id}-{idx}",
-        topic=cfg.topic,
-        delivery="inline",
-    )
+    closers: list[Callable[[], None]] = []
     try:
+        from ingest.recorder import EpisodeRecorder
+        from judges.tasks import load_task
+        from rollouts.worker import run_episode
+        from sandboxes.pool import SandboxPool
+        from sandboxes.registry import get_backend
+
+        # each worker gets its own index, so that seeded policies do not repeat each other's samples
+        policy = _resolve(cfg.policy_factory)(cfg.policy_spec, worker_index=idx)
+        closers.append(policy.close)
+        backend = get_backend(cfg.sandbox_backend, cfg.sandbox_config)
+        closers.append(backend.close)
+        tasks: dict[str, Any] = {}
+        rec = EpisodeRecorder.open(
+            bootstrap=cfg.bootstrap,
+            home=Path(cfg.home),
+            worker_id=f"rollout-{cfg.run_id}-{idx}",
+            topic=cfg.topic,
+            delivery="inline",
+        )
+        closers.append(rec.close)
         with SandboxPool(backend, ROLLOUT_SPEC, max_size=cfg.sandboxes_per_worker) as pool:
             for a in assignments:
                 task = tasks.get(a.task_dir) or tasks.setdefault(a.task_dir, load_task(a.task_dir))
@@ -80,11 +99,14 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
                 out.put(("episode", outcome))
         rec.flush(timeout=120)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
-        out.put(("error", f"worker {idx}: {type(exc).__name__}: {exc}"))
+        out.put(("error", f"worker {idx}: {exc}" if isinstance(exc, TrajlakeError | _Stopped)
+                 else f"worker {idx}: {type(exc).__name__}: {exc}"))  # fmt: skip
     finally:
-        rec.close()
-        policy.close()
-        backend.close()
+        for close in reversed(closers):
+            try:
+                close()
+            except Exception:  # noqa: BLE001, S110 - closing what is left; the error above is what counts
+                pass
         out.put(("done", idx))
 
 
@@ -98,7 +120,9 @@ def run_rollouts(
     """Run the assignments over ``cfg.workers`` processes; return every outcome.
 
     Raises:
-        RuntimeError: a worker process failed outside any episode (e.g. its policy did not load).
+        RolloutWorkerError: a worker process failed outside any episode (e.g. its policy did not load).
+        KeyboardInterrupt: Ctrl-C; the workers were stopped first (their episodes in flight end
+            ``aborted``).
     """
     if not assignments:
         return []
@@ -114,6 +138,30 @@ def run_rollouts(
     ]
     for p in procs:
         p.start()
+    try:
+        outcomes, errors = _collect(procs, out, n, on_outcome, timeout_s)
+    except KeyboardInterrupt:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        raise
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    if errors:
+        raise RolloutWorkerError("; ".join(errors))
+    return outcomes
+
+
+def _collect(
+    procs: list[Any],
+    out: Any,
+    n: int,
+    on_outcome: Callable[[EpisodeOutcome], None] | None,
+    timeout_s: float,
+) -> tuple[list[EpisodeOutcome], list[str]]:
     outcomes: list[EpisodeOutcome] = []
     errors: list[str] = []
     done = 0
@@ -137,10 +185,4 @@ def run_rollouts(
             errors.append(value)
         else:
             done += 1
-    for p in procs:
-        p.join(timeout=30)
-        if p.is_alive():
-            p.kill()
-    if errors:
-        raise RuntimeError("; ".join(errors))
-    return outcomes
+    return outcomes, errors

@@ -61,7 +61,12 @@ def docker_client(config: SandboxConfig) -> Any:
             client = docker.from_env(timeout=60)
         client.ping()
     except Exception as exc:
-        raise SandboxUnavailableError(f"no Docker engine answers: {exc}") from exc
+        where = config.docker_host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise SandboxUnavailableError(
+            f"no Docker engine answers at {where} ({first}); start one (as root: "
+            "`infra/docker/dockerd.sh start`) or use the local backend (TRAJLAKE_SANDBOX_BACKEND=local)"
+        ) from exc
     return client
 
 
@@ -122,6 +127,19 @@ class DockerBackend(SandboxBackend):
         try:
             _ = self.client
         except SandboxUnavailableError as exc:
+            return str(exc)
+        return None
+
+    def image_unavailable_reason(self, image: str | None) -> str | None:
+        """Why ``image`` cannot be run: the engine is down, it is not recorded, not imported, or drifted."""
+        reason = self.unavailable_reason()
+        if reason:
+            return f"sandbox backend 'docker' is unavailable: {reason}"
+        try:
+            resolve_image(
+                self.client, ImageStore(self.config.image_store), image or self.config.default_image
+            )
+        except SandboxError as exc:
             return str(exc)
         return None
 

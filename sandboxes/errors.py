@@ -9,14 +9,14 @@ job. Every one of them that comes from the infrastructure derives from
 
 from __future__ import annotations
 
-from schemas.errors import InfraError, TrajlakeError
+from schemas.errors import InfraError, TrajlakeError, UnavailableError
 
 
 class SandboxError(TrajlakeError):
     """Root of every error raised by ``sandboxes``."""
 
 
-class SandboxUnavailableError(SandboxError, InfraError):
+class SandboxUnavailableError(SandboxError, InfraError, UnavailableError):
     """The backend cannot run here (missing tool, no engine, not permitted, no image)."""
 
 

@@ -127,7 +127,8 @@ class ImageStore:
                 return rec
         known = ", ".join(sorted(recs)) or "none"
         raise SandboxUnavailableError(
-            f"no recorded image {ref!r} in {self.root} (known: {known}); run `trajlake sandbox build-image`"
+            f"image {ref!r} is not built yet (the image store {self.root} holds: {known}); "
+            "build it with `trajlake sandbox build-image`"
         )
 
     def rootfs(self, record: ImageRecord) -> Path:

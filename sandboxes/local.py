@@ -84,18 +84,34 @@ class LocalBackend(SandboxBackend):
             return f"cannot read /proc/filesystems: {exc}"
         return CgroupSet.unavailable_reason()
 
+    def _image_rootfs(self, image: str) -> tuple[Path, str]:
+        store = ImageStore(self.config.image_store)
+        record = store.get(image)
+        rootfs = store.rootfs(record)
+        if not rootfs.is_dir():
+            raise SandboxUnavailableError(
+                f"the root filesystem of image {record.name} is missing ({rootfs}); "
+                "rebuild it with `trajlake sandbox build-image --force`"
+            )
+        return rootfs, record.digest
+
+    def image_unavailable_reason(self, image: str | None) -> str | None:
+        """Why ``image`` cannot be used: not recorded in the store, or its root filesystem is gone."""
+        if image is None:
+            return None
+        try:
+            self._image_rootfs(image)
+        except SandboxUnavailableError as exc:
+            return str(exc)
+        return None
+
     def create(self, spec: SandboxSpec, *, sandbox_id: str | None = None) -> LocalSandbox:
         """Start a sandbox in the spec's initial state (see :class:`SandboxBackend`)."""
         self.ensure_available()
         rootfs: Path | None = None
         digest: str | None = None
         if spec.image is not None:
-            store = ImageStore(self.config.image_store)
-            record = store.get(spec.image)
-            rootfs = store.rootfs(record)
-            if not rootfs.is_dir():
-                raise SandboxUnavailableError(f"rootfs of image {record.name} is missing: {rootfs}")
-            digest = record.digest
+            rootfs, digest = self._image_rootfs(spec.image)
         return LocalSandbox(sandbox_id or uuid.uuid4().hex[:12], spec, self.config, rootfs, digest)
 
 

@@ -50,6 +50,20 @@ class SandboxBackend(ABC):
         if reason:
             raise SandboxUnavailableError(f"sandbox backend {self.name!r} is unavailable: {reason}")
 
+    def image_unavailable_reason(self, image: str | None) -> str | None:
+        """Why sandboxes of ``image`` cannot start here, or ``None`` when they can.
+
+        ``None`` as the image means the backend's default root filesystem. The
+        reason is one sentence that names the command which prepares the image.
+        """
+        return None
+
+    def ensure_image(self, image: str | None) -> None:
+        """Raise :class:`SandboxUnavailableError` when ``image`` cannot be used here."""
+        reason = self.image_unavailable_reason(image)
+        if reason:
+            raise SandboxUnavailableError(reason)
+
     @abstractmethod
     def create(self, spec: SandboxSpec, *, sandbox_id: str | None = None) -> Sandbox:
         """Start a sandbox in the spec's initial state.

@@ -6,7 +6,7 @@ root :class:`TrajlakeError`.
 """
 
 from schemas.codec import event_to_dict, parse_event, serialize_event
-from schemas.errors import InfraError, SchemaError, TrajlakeError
+from schemas.errors import InfraError, SchemaError, TrajlakeError, UnavailableError
 from schemas.events import (
     EVENT_ADAPTER,
     EVENT_TYPES,
@@ -87,6 +87,7 @@ __all__ = [
     "ToolResultPayload",
     "ToolResultPayloadV1",
     "TrajlakeError",
+    "UnavailableError",
     "current_version",
     "event_json_schemas",
     "event_to_dict",

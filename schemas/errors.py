@@ -20,6 +20,16 @@ class InfraError(TrajlakeError):
     """
 
 
+class UnavailableError(TrajlakeError):
+    """Marker for a resource a command needs that is missing or not running.
+
+    A broker that does not answer, a base image not built yet, a Docker engine
+    that is not started, a lake with no tables: nothing is wrong with the input,
+    the machine is not ready. The message says what is missing and names the
+    command that prepares it; the CLI exits with status 3 on these.
+    """
+
+
 class SchemaError(TrajlakeError):
     """An event or payload does not satisfy its schema.
 

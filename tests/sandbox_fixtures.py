@@ -28,8 +28,16 @@ def _unavailable(what: str, reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def sandbox_config() -> SandboxConfig:
-    """Runtime state under a directory of this session; images in the machine-wide store."""
-    return SandboxConfig(runtime_dir=Path(f"/run/trajlake-test/{uuid.uuid4().hex[:8]}"))
+    """Runtime state under a directory of this session; images in the store the settings name.
+
+    That is the machine-wide store unless ``TRAJLAKE_IMAGE_STORE`` names another (``.ci/run``
+    points it at the store its fresh-machine demo run built).
+    """
+    from trajlake.settings import Settings
+
+    return SandboxConfig(
+        runtime_dir=Path(f"/run/trajlake-test/{uuid.uuid4().hex[:8]}"), image_store=Settings().image_store
+    )
 
 
 @pytest.fixture(scope="session")

@@ -3,28 +3,25 @@
 from __future__ import annotations
 
 import signal
+import socket
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+
+from trajlake.options import LakeOpt
+from trajlake.terminal import ExitCode, err_console, fail, settings
 
 api_app = typer.Typer(help="The failure-analysis query API (FastAPI) and its web page.", no_args_is_help=True)
-
-err_console = Console(stderr=True)
-
-
-def _settings() -> Any:
-    from trajlake.settings import Settings
-
-    return Settings()
 
 
 @api_app.command("serve")
 def serve(
     host: Annotated[str | None, typer.Option(help="Interface (default: TRAJLAKE_API_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default: TRAJLAKE_API_PORT).")] = None,
-    lake: Annotated[Path | None, typer.Option(help="Lake directory (default: $TRAJLAKE_HOME/lake).")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=0, max=65535, help="Port (default: TRAJLAKE_API_PORT; 0: any free one).")
+    ] = None,
+    lake: LakeOpt = None,
 ) -> None:
     """Serve the read-only query API and its page until SIGINT/SIGTERM.
 
@@ -35,10 +32,18 @@ def serve(
 
     from api import create_app
 
-    s = _settings()
+    s = settings()
     root = Path(lake or s.lake).resolve()
     bind_host = host or s.api_host
     bind_port = s.api_port if port is None else port
+    try:
+        probe = socket.create_server((bind_host, bind_port))
+    except OSError as exc:
+        fail(f"cannot listen on {bind_host}:{bind_port} ({exc.strerror or exc}); choose another --port "
+             "(or --port 0 for any free one)", ExitCode.NOT_READY)  # fmt: skip
+    if bind_port == 0:
+        bind_port = probe.getsockname()[1]
+    probe.close()
     auth = "bearer token required" if s.api_token else "no token (set TRAJLAKE_API_TOKEN to require one)"
     err_console.print(f"serving lake [bold]{root}[/bold] on http://{bind_host}:{bind_port}/ ({auth})")
 

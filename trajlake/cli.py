@@ -1,11 +1,17 @@
-"""The ``trajlake`` command line: the composition root that wires the packages together."""
+"""The ``trajlake`` command line: the composition root that wires the packages together.
+
+Every command fails the same way (:mod:`trajlake.terminal`): one sentence on
+stderr naming what is wrong and the fix, and an exit status from
+:class:`~trajlake.terminal.ExitCode`; arguments are validated by the parser
+(:mod:`trajlake.options`); prerequisites are checked before work starts
+(:mod:`trajlake.preflight`).
+"""
 
 from __future__ import annotations
 
 import atexit
 import json
 import logging
-import os
 import sys
 import threading
 import traceback
@@ -13,14 +19,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from schemas.errors import TrajlakeError
-from trajlake import loop_cli, rejudge_cli
+from trajlake import __version__, loop_cli, rejudge_cli
 from trajlake.api_cli import api_app
 from trajlake.judges_cli import judges_app, tasks_app
+from trajlake.options import DeltaVersion, LakeOpt, TrajectoryFormat, Workers
 from trajlake.sandbox_cli import sandbox_app
+from trajlake.terminal import ExitCode, console, describe, err_console, fail, note, set_debug, settings
 
 app = typer.Typer(
     name="trajlake",
@@ -48,32 +55,37 @@ app.command("train")(loop_cli.train)
 app.command("lineage")(loop_cli.lineage)
 app.command("rejudge")(rejudge_cli.rejudge)
 
-console = Console()
-err_console = Console(stderr=True)
+
+def _show_version(value: bool) -> None:
+    if value:
+        console.print(f"trajlake {__version__} (Python {sys.version.split()[0]})")
+        raise typer.Exit()
 
 
-def _settings() -> Any:
-    from trajlake.settings import Settings
-
-    return Settings()
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version.")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Print tracebacks with errors (anywhere; or TRAJLAKE_DEBUG=1).")
+    ] = False,
+) -> None:
+    """Event-sourced data platform for agentic RL: Kafka log -> Beam -> Delta -> learners."""
+    set_debug(debug)
 
 
 def _broker(progress: bool = True) -> Any:
     from ingest.kafka_broker import EmbeddedKafka
 
-    s = _settings()
+    s = settings()
     return EmbeddedKafka(
         s.home,
         s.kafka_bootstrap,
         topics=s.topics,
         heap=s.kafka_heap,
-        progress=(lambda msg: err_console.print(f"[dim]{msg}[/dim]")) if progress else None,
+        progress=note if progress else None,
     )
-
-
-def _fail(exc: BaseException) -> None:
-    err_console.print(f"[bold red]error:[/bold red] {exc}")
-    raise typer.Exit(code=1)
 
 
 def _status_table(status: Any) -> Table:
@@ -95,10 +107,7 @@ def _status_table(status: Any) -> Table:
 @app.command()
 def up() -> None:
     """Start the embedded Kafka broker (KRaft) and create the topics. Harmless if running."""
-    try:
-        status = _broker().start()
-    except TrajlakeError as exc:
-        _fail(exc)
+    status = _broker().start()
     console.print(f"[green]broker up[/green] pid {status.pid} on {status.bootstrap}, data {status.data_dir}")
     console.print(_status_table(status))
 
@@ -117,7 +126,7 @@ def down(
 def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show the broker, its topics and partition end offsets."""
+    """Show the broker, its topics and partition end offsets (exit 3 when it is not running)."""
     st = _broker(progress=False).status()
     if as_json:
         print(
@@ -131,19 +140,60 @@ def status(
                 }
             )
         )
-        return
+    elif st.running:
+        console.print(f"[green]broker running[/green] pid {st.pid} on {st.bootstrap}, data {st.data_dir}")
+        console.print(_status_table(st))
+    else:
+        console.print(
+            f"[yellow]broker not running[/yellow] (bootstrap {st.bootstrap}, data {st.data_dir}); "
+            "start it with `trajlake up`"
+        )
     if not st.running:
-        console.print(f"[yellow]broker not running[/yellow] (bootstrap {st.bootstrap}, data {st.data_dir})")
-        raise typer.Exit(code=3)
-    console.print(f"[green]broker running[/green] pid {st.pid} on {st.bootstrap}, data {st.data_dir}")
-    console.print(_status_table(st))
+        raise typer.Exit(code=ExitCode.NOT_READY)
+
+
+@app.command()
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+) -> None:
+    """Check everything trajlake needs on this machine; a fix for each thing that is missing.
+
+    Exits 0 only when everything the demo needs is ready (3 otherwise).
+    """
+    from trajlake.doctor import as_json as rows_json
+    from trajlake.doctor import run_checks
+
+    s = settings()
+    if as_json:
+        rows = run_checks(s)
+        print(json.dumps(rows_json(rows), indent=2))
+    else:
+        with err_console.status("checking") as spinner:
+            rows = run_checks(s, on_row=lambda r: spinner.update(f"checked {r.name}"))
+        table = Table(title=f"trajlake doctor (TRAJLAKE_HOME={s.home})")
+        for col in ("check", "status", "found", "fix"):
+            table.add_column(col, overflow="fold")
+        style = {"ok": "[green]ok[/green]", "missing": "[bold red]missing[/bold red]",
+                 "optional": "[yellow]optional[/yellow]"}  # fmt: skip
+        for r in rows:
+            table.add_row(r.name, style[r.status], escape(r.detail), escape(r.fix))
+        console.print(table)
+    missing = [r.name for r in rows if r.status == "missing"]
+    if missing:
+        if not as_json:
+            err_console.print(f"[bold red]not ready:[/bold red] {', '.join(missing)} (see the fix column)")
+        raise typer.Exit(code=ExitCode.NOT_READY)
+    if not as_json:
+        console.print("[green]ready[/green]: everything `trajlake demo` needs is here")
 
 
 # ------------------------------------------------------------------ schemas
 
 
 @schemas_app.command("export")
-def schemas_export(directory: Path) -> None:
+def schemas_export(
+    directory: Annotated[Path, typer.Argument(file_okay=False, help="Where the schema files go.")],
+) -> None:
     """Write one JSON Schema file per event type, plus the envelope, into DIRECTORY."""
     from schemas import export_json_schemas
 
@@ -156,42 +206,51 @@ def schemas_export(directory: Path) -> None:
 
 @app.command("import")
 def import_(
-    paths: Annotated[list[Path], typer.Argument(help="Trajectory files.")],
-    fmt: Annotated[str, typer.Option("--format", help="mini-swe-agent | openhands | auto")] = "auto",
+    paths: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, help="Trajectory files.")],
+    fmt: Annotated[TrajectoryFormat, typer.Option("--format", help="The files' format.")] = (
+        TrajectoryFormat.auto
+    ),
     worker_id: Annotated[str, typer.Option(help="Spool/producer id of the importer.")] = "importer",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON report per file.")] = False,
 ) -> None:
-    """Import other agents' trajectories as trajlake events (through the recorder)."""
-    from ingest import EpisodeRecorder
-    from ingest.importers import detect_format, import_file
+    """Import other agents' trajectories as trajlake events (through the recorder).
 
-    s = _settings()
+    Every file is checked first; the good ones are recorded even when others are not
+    (exit 1 then, naming each bad file).
+    """
+    from ingest import EpisodeRecorder
+    from ingest.importers import check_file, import_file
+    from ingest.kafka_broker import require_broker
+    from schemas.errors import TrajlakeError
+
+    s = settings()
+    todo: list[tuple[Path, str]] = []
     failed = 0
-    try:
-        recorder = EpisodeRecorder.open(
-            bootstrap=s.kafka_bootstrap, home=s.home, worker_id=worker_id, topic=s.topic_episodes
-        )
-    except TrajlakeError as exc:
-        _fail(exc)
-    with recorder:
-        for path in paths:
-            try:
-                name = detect_format(path) if fmt == "auto" else fmt
-                report = import_file(path, recorder, format=name)
-            except (TrajlakeError, OSError) as exc:
-                failed += 1
-                err_console.print(f"[red]{path}: {exc}[/red]")
-                continue
-            if as_json:
-                print(json.dumps(vars(report), default=str))
-            else:
-                console.print(report.summary())
+    for path in paths:
         try:
-            recorder.flush(timeout=120)
+            todo.append((path, check_file(path, None if fmt is TrajectoryFormat.auto else fmt.value)))
         except TrajlakeError as exc:
-            _fail(exc)
+            failed += 1
+            err_console.print(f"[red]{escape(str(exc))}[/red]", highlight=False)
+    if todo:
+        require_broker(s.kafka_bootstrap)
+        with EpisodeRecorder.open(
+            bootstrap=s.kafka_bootstrap, home=s.home, worker_id=worker_id, topic=s.topic_episodes
+        ) as recorder:
+            for path, name in todo:
+                try:
+                    report = import_file(path, recorder, format=name)
+                except TrajlakeError as exc:
+                    failed += 1
+                    err_console.print(f"[red]{escape(str(exc))}[/red]", highlight=False)
+                    continue
+                if as_json:
+                    print(json.dumps(vars(report), default=str))
+                else:
+                    console.print(report.summary())
+            recorder.flush(timeout=120)
     if failed:
-        raise typer.Exit(code=1)
+        fail(f"{failed} of {len(paths)} files were not imported")
 
 
 # ------------------------------------------------------------------ spool
@@ -200,7 +259,7 @@ def import_(
 @spool_app.command("status")
 def spool_status() -> None:
     """Show each worker spool: segments and bytes waiting for Kafka."""
-    s = _settings()
+    s = settings()
     table = Table(title=f"spools under {s.spool}")
     for col in ("worker", "segments", "bytes"):
         table.add_column(col)
@@ -213,15 +272,19 @@ def spool_status() -> None:
 
 @spool_app.command("drain")
 def spool_drain(
-    timeout: Annotated[float, typer.Option(help="Seconds to wait per spool.")] = 120.0,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds to wait per spool.")] = 120.0,
 ) -> None:
     """Re-send what dead workers left in their spools (spools of live workers are skipped)."""
     from ingest import EpisodeRecorder, SpoolLockedError
+    from ingest.kafka_broker import require_broker
+    from schemas.errors import TrajlakeError
 
-    s = _settings()
+    s = settings()
     if not s.spool.exists():
-        console.print("no spools")
+        console.print(f"no spools under {s.spool}")
         return
+    require_broker(s.kafka_bootstrap)
+    failed = 0
     for d in sorted(p for p in s.spool.iterdir() if p.is_dir()):
         try:
             rec = EpisodeRecorder.open(
@@ -234,10 +297,14 @@ def spool_drain(
         try:
             rec.flush(timeout)
         except TrajlakeError as exc:
-            err_console.print(f"[red]{d.name}: {exc}[/red]")
+            failed += 1
+            err_console.print(f"[red]{escape(d.name)}: {escape(str(exc))}[/red]")
+            continue
         finally:
             rec.close()
         console.print(f"{d.name}: re-sent {n} records")
+    if failed:
+        raise typer.Exit(code=ExitCode.FAILED)
 
 
 # ------------------------------------------------------------------ events
@@ -247,18 +314,24 @@ def spool_drain(
 def events_read(
     episode: Annotated[str | None, typer.Option(help="Only this episode.")] = None,
     topic: Annotated[str | None, typer.Option(help="Topic (default: the episodes topic).")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many events.")] = 100,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many events.")] = 100,
 ) -> None:
-    """Print events read back from the log, parsed and validated."""
+    """Print events read back from the log, parsed and validated (JSON lines)."""
+    from ingest.kafka_broker import require_broker
     from ingest.log_reader import read_events
 
-    s = _settings()
+    s = settings()
+    require_broker(s.kafka_bootstrap)
+    name = topic or s.topic_episodes
     n = 0
-    for rec in read_events(s.kafka_bootstrap, topic or s.topic_episodes, episode_id=episode):
+    for rec in read_events(s.kafka_bootstrap, name, episode_id=episode, missing_ok=False):
         print(rec.event.model_dump_json() if rec.event else json.dumps({"error": rec.error}))
         n += 1
         if n >= limit:
             break
+    if n == 0:
+        what = f"of episode {episode!r} " if episode else ""
+        fail(f"no events {what}in {name} at {s.kafka_bootstrap}")
 
 
 # ------------------------------------------------------------------ pipelines
@@ -267,7 +340,7 @@ def events_read(
 def _pipeline_config(lake: Path | None, workers: int, max_batch: int, beam_args: list[str] | None) -> Any:
     from pipelines import PipelineConfig
 
-    s = _settings()
+    s = settings()
     return PipelineConfig(
         bootstrap=s.kafka_bootstrap,
         lake_root=str(Path(lake or s.lake).resolve()),
@@ -301,10 +374,12 @@ def _batch_printer(progress: Any = None, task: Any = None) -> Any:
 def pipeline_run(
     once: Annotated[bool, typer.Option("--once", help="Process what is in the log now, then exit.")] = False,
     follow: Annotated[bool, typer.Option("--follow", help="Run micro-batches until SIGINT/SIGTERM.")] = False,
-    interval: Annotated[float, typer.Option(help="Seconds between micro-batches with --follow.")] = 2.0,
-    lake: Annotated[Path | None, typer.Option(help="Lake directory (default: $TRAJLAKE_HOME/lake).")] = None,
-    workers: Annotated[int, typer.Option(help="FnApiRunner workers (SDK worker processes).")] = 2,
-    max_batch: Annotated[int, typer.Option(help="Records per partition per micro-batch.")] = 200_000,
+    interval: Annotated[
+        float, typer.Option(min=0.0, help="Seconds between micro-batches with --follow.")
+    ] = 2.0,
+    lake: LakeOpt = None,
+    workers: Annotated[int, typer.Option(min=1, help="FnApiRunner workers (SDK worker processes).")] = 2,
+    max_batch: Annotated[int, typer.Option(min=1, help="Records per partition per micro-batch.")] = 200_000,
     beam_arg: Annotated[
         list[str] | None, typer.Option(help="Extra Beam option, e.g. --runner=FlinkRunner.")
     ] = None,
@@ -312,69 +387,72 @@ def pipeline_run(
     """Fold trajlake.episodes and trajlake.judgements into the Delta tables, exactly once."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from ingest.kafka_broker import require_broker
     from pipelines import backlog, run_follow, run_once
 
     if once == follow:
-        _fail(ValueError("give exactly one of --once or --follow"))
+        fail("give exactly one of --once or --follow", ExitCode.USAGE)
     cfg = _pipeline_config(lake, workers, max_batch, beam_arg)
-    try:
-        if once:
-            total = backlog(cfg)
-            with Progress(
-                TextColumn("[bold]pipeline"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=console,
-            ) as progress:
-                task = progress.add_task("records", total=total)
-                results = run_once(cfg, on_batch=_batch_printer(progress, task))
-            console.print(
-                f"[green]done[/green]: {len(results)} batches, "
-                f"{sum(r.records for r in results)} records; lake at {cfg.lake_root}"
-            )
-        else:
-            console.print(
-                f"following the log into {cfg.lake_root} (Ctrl-C to stop after the batch in flight)"
-            )
-            n = run_follow(cfg, interval_s=interval, on_batch=_batch_printer())
-            console.print(f"stopped after {n} batches")
-    except TrajlakeError as exc:
-        _fail(exc)
+    require_broker(cfg.bootstrap)
+    if once:
+        total = backlog(cfg)
+        with Progress(
+            TextColumn("[bold]pipeline"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress:
+            task = progress.add_task("records", total=total)
+            results = run_once(cfg, on_batch=_batch_printer(progress, task))
+        console.print(
+            f"[green]done[/green]: {len(results)} batches, "
+            f"{sum(r.records for r in results)} records; lake at {cfg.lake_root}"
+        )
+    else:
+        console.print(f"following the log into {cfg.lake_root} (Ctrl-C to stop after the batch in flight)")
+        n = run_follow(cfg, interval_s=interval, on_batch=_batch_printer())
+        console.print(f"stopped after {n} batches")
 
 
 @app.command("replay")
 def replay_cmd(
-    into: Annotated[Path, typer.Option(help="The lake directory to rebuild into.")],
+    into: Annotated[Path, typer.Option(file_okay=False, help="The lake directory to rebuild into.")],
     from_time: Annotated[
         str | None, typer.Option(help="ISO time: replay from the first offset at or after it.")
     ] = None,
-    workers: Annotated[int, typer.Option(help="FnApiRunner workers.")] = 2,
+    workers: Workers = 2,
 ) -> None:
     """Rebuild every table from the Kafka log into another lake directory."""
     import datetime as dt
 
+    from ingest.kafka_broker import require_broker
     from pipelines import replay
 
     cfg = _pipeline_config(into, workers, 200_000, None)
     when = None
     if from_time:
-        when = dt.datetime.fromisoformat(from_time.replace("Z", "+00:00"))
+        try:
+            when = dt.datetime.fromisoformat(from_time.replace("Z", "+00:00"))
+        except ValueError:
+            fail(f"--from-time {from_time!r} is not an ISO time (e.g. 2026-12-01T08:00:00Z)", ExitCode.USAGE)
         if when.tzinfo is None:
             when = when.replace(tzinfo=dt.UTC)
-    try:
-        results = replay(cfg, from_time=when, on_batch=_batch_printer())
-    except TrajlakeError as exc:
-        _fail(exc)
+    require_broker(cfg.bootstrap)
+    results = replay(cfg, from_time=when, on_batch=_batch_printer())
     console.print(f"[green]replayed[/green] {sum(r.records for r in results)} records into {into}")
 
 
 @lake_app.command("diff")
-def lake_diff(a: Path, b: Path) -> None:
+def lake_diff(
+    a: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Lake A.")],
+    b: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Lake B.")],
+) -> None:
     """Compare two lakes table by table (row sets); exit 1 if they differ."""
-    from pipelines import Lake, diff_lakes
+    from pipelines import diff_lakes
+    from trajlake.preflight import require_lake
 
-    diffs = diff_lakes(Lake(a), Lake(b))
+    diffs = diff_lakes(require_lake(a), require_lake(b))
     table = Table(title=f"{a}  vs  {b}")
     for col in ("table", "rows A", "rows B", "only in A", "only in B", "equal"):
         table.add_column(col)
@@ -393,39 +471,40 @@ def lake_diff(a: Path, b: Path) -> None:
     differing = [d for d in diffs if not d.equal]
     for d in differing:
         for row in d.only_a:
-            console.print(f"[red]{d.table} only in A:[/red] {row}")
+            console.print(f"[red]{d.table} only in A:[/red] {escape(str(row))}")
         for row in d.only_b:
-            console.print(f"[red]{d.table} only in B:[/red] {row}")
-    if differing or not diffs:
-        raise typer.Exit(code=1)
+            console.print(f"[red]{d.table} only in B:[/red] {escape(str(row))}")
+    if differing:
+        fail(f"the lakes differ in {', '.join(d.table for d in differing)}")
 
 
 @lake_app.command("show")
 def lake_show(
-    table: str,
-    version: Annotated[int | None, typer.Option(help="Delta version (time travel).")] = None,
+    table: Annotated[str, typer.Argument(help="Table name.")],
+    version: DeltaVersion = None,
     where: Annotated[str | None, typer.Option(help="SQL predicate.")] = None,
-    limit: Annotated[int, typer.Option(help="Rows to print.")] = 20,
-    lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None,
+    limit: Annotated[int, typer.Option(min=0, help="Rows to print.")] = 20,
+    lake: LakeOpt = None,
 ) -> None:
     """Print rows of a table as JSON lines (at a Delta version with --version)."""
-    from pipelines import Lake
+    from schemas.tables import TABLES
+    from trajlake.preflight import require_lake
 
-    try:
-        rows = Lake(lake or _settings().lake).read(table, version=version, where=where).slice(0, limit)
-    except TrajlakeError as exc:
-        _fail(exc)
+    if table not in TABLES:
+        fail(f"there is no table {table!r}; the tables are {', '.join(TABLES)}", ExitCode.USAGE)
+    lk = require_lake(lake or settings().lake, [table])
+    rows = lk.read(table, version=version, where=where).slice(0, limit)
     for row in rows.to_pylist():
         print(json.dumps(row, default=str))
 
 
 @lake_app.command("versions")
-def lake_versions(lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None) -> None:
+def lake_versions(lake: LakeOpt = None) -> None:
     """Current Delta version and row count of every table."""
-    from pipelines import Lake
     from trajlake.lake_view import lake_versions_table
+    from trajlake.preflight import require_lake
 
-    lk = Lake(lake or _settings().lake)
+    lk = require_lake(lake or settings().lake)
     console.print(lake_versions_table(lk, f"lake {lk.root}"))
 
 
@@ -434,31 +513,34 @@ def lake_maintain(
     table: Annotated[list[str] | None, typer.Option(help="Only these tables (default: all).")] = None,
     vacuum: Annotated[bool, typer.Option(help="VACUUM after OPTIMIZE.")] = True,
     retain_hours: Annotated[
-        float, typer.Option(help="VACUUM keeps files versions this recent still need (Delta: 168).")
+        float, typer.Option(min=0.0, help="VACUUM keeps files versions this recent still need (Delta: 168).")
     ] = 168.0,
     allow_short_retention: Annotated[
         bool,
         typer.Option(help="Allow --retain-hours under 168 (no pipeline writing, no pinned reader)."),
     ] = False,
-    lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None,
+    lake: LakeOpt = None,
 ) -> None:
     """OPTIMIZE (Z-ordered by episode where reads go by episode) and VACUUM the tables, with Spark."""
-    from pipelines.spark_lake import SparkLake
+    from pipelines.spark_lake import DEFAULT_RETENTION_HOURS, SparkLake
+    from trajlake.preflight import require_lake
 
-    root = lake or _settings().lake
+    if vacuum and retain_hours < DEFAULT_RETENTION_HOURS and not allow_short_retention:
+        fail(
+            f"--retain-hours {retain_hours:g} is under Delta's safety bound of {DEFAULT_RETENTION_HOURS:g} h "
+            "(files of pinned versions and of commits in flight could be deleted); stop the writers and "
+            "add --allow-short-retention",
+            ExitCode.USAGE,
+        )
+    root = lake or settings().lake
+    require_lake(root, table or ())
     results = []
-    with (
-        SparkLake(root, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")) as sl,
-        err_console.status("maintaining") as status,
-    ):
-        try:
-            for r in sl.maintain(
-                table, vacuum=vacuum, retain_hours=retain_hours, allow_short_retention=allow_short_retention,
-                on_table=lambda r: status.update(f"{r.table} done; next..."),
-            ):  # fmt: skip
-                results.append(r)
-        except TrajlakeError as exc:
-            _fail(exc)
+    with SparkLake(root, progress=note) as sl, err_console.status("maintaining") as status:
+        for r in sl.maintain(
+            table, vacuum=vacuum, retain_hours=retain_hours, allow_short_retention=allow_short_retention,
+            on_table=lambda r: status.update(f"{r.table} done; next..."),
+        ):  # fmt: skip
+            results.append(r)
     out = Table(title=f"maintenance of {root}")
     for col in ("table", "files before", "files after", "z-order", "vacuumed", "versions", "seconds"):
         out.add_column(col)
@@ -473,24 +555,24 @@ def lake_maintain(
 @lake_app.command("sql")
 def lake_sql(
     query: Annotated[str, typer.Argument(help="Spark SQL; every table is a view of its name.")],
-    limit: Annotated[int, typer.Option(help="Rows to print.")] = 50,
+    limit: Annotated[int, typer.Option(min=0, help="Rows to print.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
-    lake: Annotated[Path | None, typer.Option(help="Lake directory.")] = None,
+    lake: LakeOpt = None,
 ) -> None:
     """Run a SQL query over the lake's tables with Spark."""
     from pipelines import LakeError
     from pipelines.spark_lake import SparkLake
+    from trajlake.preflight import require_lake
 
-    with SparkLake(lake or _settings().lake, progress=lambda m: err_console.print(f"[dim]{m}[/dim]")) as sl:
+    root = lake or settings().lake
+    require_lake(root)
+    with SparkLake(root, progress=note) as sl:
+        df = sl.sql(query)
         try:
-            df = sl.sql(query)
-            try:
-                rows = [r.asDict(recursive=True) for r in df.limit(limit).collect()]
-            except Exception as exc:  # noqa: BLE001 - execution errors come through py4j untyped
-                raise LakeError(f"query failed: {str(exc).strip().splitlines()[0][:500]}") from exc
-            columns = list(df.columns)
-        except TrajlakeError as exc:
-            _fail(exc)
+            rows = [r.asDict(recursive=True) for r in df.limit(limit).collect()]
+        except Exception as exc:  # noqa: BLE001 - execution errors come through py4j untyped
+            raise LakeError(f"query failed: {str(exc).strip().splitlines()[0][:500]}") from exc
+        columns = list(df.columns)
     if as_json:
         for row in rows:
             print(json.dumps(row, default=str))
@@ -499,7 +581,7 @@ def lake_sql(
     for col in columns:
         out.add_column(col)
     for row in rows:
-        out.add_row(*(str(row[c]) for c in columns))
+        out.add_row(*(escape(str(row[c])) for c in columns))
     console.print(out)
 
 
@@ -508,33 +590,42 @@ def lake_sql(
 
 @app.command()
 def demo(
-    iterations: Annotated[int, typer.Option(help="RL iterations (rollouts -> pipeline -> learner).")] = 5,
-    group_size: Annotated[int, typer.Option(help="Attempts per training task and iteration (G).")] = 4,
-    workers: Annotated[int, typer.Option(help="Rollout worker processes.")] = 2,
+    iterations: Annotated[
+        int, typer.Option(min=1, help="RL iterations (rollouts -> pipeline -> learner).")
+    ] = 5,
+    group_size: Annotated[int, typer.Option(min=2, help="Attempts per training task and iteration (G).")] = 4,
+    workers: Annotated[int, typer.Option(min=1, help="Rollout worker processes.")] = 2,
 ) -> None:
     """The closed loop end to end on the embedded default.
 
-    Brings up the broker, admits the wordplay task family, warm-starts the
-    in-repo transformer briefly on synthetic strings, then iterates: rollouts in
-    sandboxes (events to Kafka) -> Beam -> Delta -> policy-gradient learner ->
-    new checkpoint, evaluating on held-out tasks each time; prints a summary and
-    writes a learning-curve PNG.
+    Brings up the broker, builds the base image if this machine has none,
+    admits the wordplay task family, warm-starts the in-repo transformer briefly
+    on synthetic strings, then iterates: rollouts in sandboxes (events to Kafka)
+    -> Beam -> Delta -> policy-gradient learner -> new checkpoint, evaluating on
+    held-out tasks each time; prints a summary and writes a learning-curve PNG.
     """
     from trajlake.demo import run_demo
 
-    try:
-        ok = run_demo(
-            _settings(),
-            _broker(),
-            iterations=iterations,
-            group_size=group_size,
-            workers=workers,
-            console=console,
-        )
-    except TrajlakeError as exc:
-        _fail(exc)
+    ok = run_demo(
+        settings(),
+        _broker(),
+        iterations=iterations,
+        group_size=group_size,
+        workers=workers,
+        console=console,
+    )
     if not ok:
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=ExitCode.FAILED)
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def _take_debug_flag(argv: list[str]) -> tuple[list[str], bool]:
+    """``argv`` without ``--debug`` (wherever it stands before a ``--``), and whether it was there."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    head = [a for a in argv[:end] if a != "--debug"]
+    return head + argv[end:], len(head) != end
 
 
 def main() -> None:
@@ -545,17 +636,31 @@ def main() -> None:
     # Beam probes optional Google Cloud clients at import and says so on the root logger.
     logging.getLogger().addFilter(lambda record: "apitools not found" not in record.getMessage())
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    args, debug_flag = _take_debug_flag(sys.argv[1:])
+    set_debug(debug_flag)
     try:
-        app()
+        app(args=args, prog_name="trajlake")
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc.code)
-    except KeyboardInterrupt:
-        code = 130
-    except BaseException:  # noqa: BLE001 - an uncaught error is printed as Python would, then we leave
-        traceback.print_exc()
-        code = 1
+        if code == ExitCode.INTERRUPTED:
+            err_console.print("interrupted")
+    except BaseException as exc:  # noqa: BLE001 - every failure leaves as one sentence and a status
+        code = _report(exc)
     _leave(code)
+
+
+def _report(exc: BaseException) -> int:
+    from trajlake.terminal import debug
+
+    message, code = describe(exc)
+    if debug():
+        traceback.print_exception(exc)
+    err_console.print(
+        f"[bold red]error:[/bold red] {escape(message)}" if code != ExitCode.INTERRUPTED else "interrupted",
+        highlight=False,
+    )
+    return int(code)
 
 
 def _exit_code(code: object) -> int:
@@ -577,9 +682,14 @@ def _leave(code: int) -> None:
     SIGABRT (seen on ``trajlake lineage`` and on the demo). So: wait for non-daemon threads and run
     the ``atexit`` hooks as a normal exit would, flush, and leave with ``os._exit``.
     """
+    import os
+
     threading_shutdown = getattr(threading, "_shutdown", None)
     if threading_shutdown is not None:
-        threading_shutdown()
+        try:
+            threading_shutdown()
+        except KeyboardInterrupt:
+            code = code or ExitCode.INTERRUPTED
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -587,5 +697,5 @@ def _leave(code: int) -> None:
         except (OSError, ValueError):
             # output was lost (a full disk, a closed pipe): never report success then; 120 is
             # what the interpreter itself exits with when it cannot flush at exit
-            code = code or 120
+            code = code or ExitCode.OUTPUT_LOST
     os._exit(code)

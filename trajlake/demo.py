@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ingest.kafka_broker import EmbeddedKafka
@@ -77,17 +78,25 @@ def run_demo(
     group_size: int = 4,
     workers: int = 2,
     eval_samples: int = 4,
+    family_dir: Path = FAMILY_DIR,
     console: Console,
 ) -> bool:
-    """Run the demo; return True when held-out success rose and every phase went through the log."""
-    from judges.admission import ADMISSION_SPEC, admit_all
-    from judges.tasks import find_task_dirs
+    """Run the demo; return True when held-out success rose and every phase went through the log.
+
+    Raises:
+        AdmissionError: a task of the family was rejected (the demo stops before training).
+        UnavailableError: something it needs cannot be prepared here (Java, root, the image).
+    """
+    from judges.admission import ADMISSION_SPEC, admit_all, rejection_reasons
+    from judges.errors import AdmissionError
+    from judges.tasks import find_task_dirs, load_task
     from learners.checkpoints import emit_checkpoint_event, lineage_chain, record_checkpoint
     from learners.trainer import TrainArgs, supervised_warm_start, train
     from pipelines import Lake
-    from sandboxes import SandboxPool, get_backend
+    from sandboxes import SandboxPool
     from schemas.tables import TABLES
     from trajlake.loop import family_judge, fold_log, load_pool, metrics_from_lake, rollout
+    from trajlake.preflight import prepare_images, require_backend
 
     started = time.monotonic()
     lake_dir = Path(settings.lake).resolve()
@@ -100,10 +109,12 @@ def run_demo(
     console.rule("[bold]2. admit the wordplay task family")
     import pyarrow as pa
 
-    backend = get_backend(settings.sandbox_backend, settings.sandbox_config())
-    backend.ensure_available()
+    task_dirs = find_task_dirs([family_dir])
+    backend = require_backend(settings)
+    prepare_images(settings, backend, {load_task(d).spec.initial_state.image for d in task_dirs},
+                   progress=lambda m: console.print(f"[dim]{escape(m)}[/dim]"))  # fmt: skip
     with SandboxPool(backend, ADMISSION_SPEC, max_size=workers) as pool:
-        results = admit_all(find_task_dirs([FAMILY_DIR]), pool, runs=2, workers=workers)
+        results = admit_all(task_dirs, pool, runs=2, workers=workers)
     lake = Lake(str(lake_dir))
     lake.ensure(["tasks"])
     lake.write(
@@ -112,7 +123,15 @@ def run_demo(
     admitted = sum(r.admitted for r in results)
     console.print(f"{admitted}/{len(results)} tasks admitted (spec, reproducible state, judge fails "
                   "untouched, passes reference, deterministic) -> tasks table")  # fmt: skip
-    pool_ = load_pool([FAMILY_DIR], lake_dir)
+    if admitted < len(results):
+        reasons = rejection_reasons(results).most_common(5)
+        raise AdmissionError(
+            f"{len(results) - admitted} of {len(results)} wordplay tasks were rejected, so the demo stops "
+            "here; "
+            + "; ".join(f"{n} task(s): {reason}" for reason, n in reasons)
+            + " (`trajlake tasks admit tasks/wordplay --json` gives every row)"
+        )
+    pool_ = load_pool([family_dir], lake_dir)
     train_tasks = [t for t in pool_.tasks if int(t.id.rsplit("-", 1)[1]) < HELD_OUT_FROM]
     held_out = [t for t in pool_.tasks if int(t.id.rsplit("-", 1)[1]) >= HELD_OUT_FROM]
     judge_name, judge_version = family_judge(pool_.tasks)

@@ -7,41 +7,41 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from schemas.errors import TrajlakeError
+from trajlake.options import BackendOpt, LakeOpt
+from trajlake.terminal import ExitCode, console, err_console, fail, settings
 
 judges_app = typer.Typer(help="Versioned judges and their golden sets.", no_args_is_help=True)
 tasks_app = typer.Typer(help="Task specs and task admission.", no_args_is_help=True)
-console = Console()
-err_console = Console(stderr=True)
-
-BackendOpt = Annotated[
-    str | None, typer.Option("--backend", "-b", help="Sandbox backend (default: settings).")
-]
 
 
-def _settings() -> Any:
-    from trajlake.settings import Settings
-
-    return Settings()
-
-
-def _fail(exc: BaseException, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/bold red] {exc}")
-    raise typer.Exit(code=code)
-
-
-def _pool(backend: str | None, size: int) -> Any:
+def _pool(backend: Any, size: int, images: list[str | None]) -> Any:
+    """A pool of admission sandboxes on a backend that runs here, with every image the tasks name."""
     from judges.admission import ADMISSION_SPEC
-    from sandboxes import SandboxPool, get_backend
+    from sandboxes import SandboxPool
+    from trajlake.preflight import require_backend, require_images
 
-    s = _settings()
-    bk = get_backend(backend or s.sandbox_backend, s.sandbox_config())
-    bk.ensure_available()
+    bk = require_backend(settings(), backend.value if backend else None)
+    require_images(bk, images)
     return SandboxPool(bk, ADMISSION_SPEC, max_size=size)
+
+
+def _images(task_dirs: Any) -> list[str | None]:
+    """The images the tasks under ``task_dirs`` run on (tasks that do not load are admission's concern)."""
+    from judges.errors import TaskSpecError
+    from judges.tasks import load_task
+
+    images: set[str | None] = set()
+    for d in task_dirs:
+        try:
+            images.add(load_task(d).spec.initial_state.image)
+        except TaskSpecError:
+            continue
+    return sorted(images, key=str)
 
 
 def _progress() -> Progress:
@@ -73,20 +73,20 @@ def list_judges() -> None:
 
 @judges_app.command("verify")
 def verify(
-    golden: Annotated[list[Path] | None, typer.Argument(help="Golden files (default: all shipped).")] = None,
+    golden: Annotated[
+        list[Path] | None,
+        typer.Argument(exists=True, dir_okay=False, help="Golden files (default: all shipped)."),
+    ] = None,
     backend: BackendOpt = None,
-    workers: Annotated[int, typer.Option(help="Cases judged at once.")] = 2,
+    workers: Annotated[int, typer.Option(min=1, help="Cases judged at once.")] = 2,
     as_json: Annotated[Path | None, typer.Option("--json", help="Also write the results here.")] = None,
 ) -> None:
     """Replay every golden trajectory, judge it, and fail on any changed verdict, score or flag."""
-    from judges.golden import hack_report, load_golden
+    from judges.golden import TASKS_DIR, hack_report, load_golden
     from judges.golden import verify as run_verify
 
-    try:
-        cases = load_golden(golden)
-        pool = _pool(backend, workers)
-    except TrajlakeError as exc:
-        _fail(exc)
+    cases = load_golden(golden)
+    pool = _pool(backend, workers, _images(TASKS_DIR / t for t in {c.task for c in cases}))
     with pool, _progress() as progress:
         bar = progress.add_task("golden cases", total=len(cases))
         results = run_verify(cases, pool, workers=workers, on_result=lambda r: progress.advance(bar))
@@ -132,79 +132,101 @@ def verify(
             err_console.print(
                 f"[bold red]changed[/bold red] {r.case.set_name}/{r.case.id}: {'; '.join(r.problems)}"
             )
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=ExitCode.FAILED)
     console.print(f"[green]all {len(results)} golden cases unchanged[/green]")
 
 
 @tasks_app.command("admit")
 def admit(
-    paths: Annotated[list[Path], typer.Argument(help="Task directories, or directories holding tasks.")],
+    paths: Annotated[
+        list[Path], typer.Argument(exists=True, help="Task directories, or directories holding tasks.")
+    ],
     backend: BackendOpt = None,
-    runs: Annotated[int, typer.Option(help="Times the reference solution is judged (flakiness).")] = 3,
-    workers: Annotated[int, typer.Option(help="Tasks admitted at once.")] = 2,
-    lake: Annotated[Path | None, typer.Option(help="Lake directory (default: settings).")] = None,
+    runs: Annotated[int, typer.Option(min=1, help="Times the reference solution is judged (flakiness).")] = 3,
+    workers: Annotated[int, typer.Option(min=1, help="Tasks admitted at once.")] = 2,
+    lake: LakeOpt = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the full rows (reasons whole) as JSON.")
+    ] = False,
 ) -> None:
-    """Admit tasks: build, judge untouched and reference states, repeat; write the ``tasks`` table."""
+    """Admit tasks: build, judge untouched and reference states, repeat; write the ``tasks`` table.
+
+    Exits 1 when any task is rejected; every reason is printed whole.
+    """
     import pyarrow as pa
 
-    from judges.admission import admit_all
+    from judges.admission import admit_all, rejection_reasons
     from judges.tasks import find_task_dirs
     from pipelines import Lake
     from schemas.tables import TABLES
 
-    try:
-        dirs = find_task_dirs(paths)
-        if not dirs:
-            raise ValueError(f"no task.yaml under {', '.join(map(str, paths))}")
-        pool = _pool(backend, workers)
-    except (TrajlakeError, ValueError) as exc:
-        _fail(exc)
+    dirs = find_task_dirs(paths)
+    if not dirs:
+        fail(f"no task.yaml under {', '.join(map(str, paths))}", ExitCode.USAGE)
+    pool = _pool(backend, workers, _images(dirs))
     with pool, _progress() as progress:
         bar = progress.add_task("admitting tasks", total=len(dirs))
         results = admit_all(dirs, pool, runs=runs, workers=workers, on_result=lambda r: progress.advance(bar))
-    lk = Lake(lake or _settings().lake)
+    lk = Lake(lake or settings().lake)
     lk.ensure(["tasks"])
     rows = [r.row() for r in results]
     lk.write("tasks", pa.Table.from_pylist(rows, schema=TABLES["tasks"]), mode="upsert")
-    table = Table(title=f"task admission ({runs} runs each)")
-    for col in ("task", "family", "tier", "admitted", "untouched", "reference", "time", "reasons"):
-        table.add_column(col)
-    for r in results:
-        table.add_row(
-            r.task_id,
-            r.task.spec.family if r.task else "?",
-            r.task.spec.tier if r.task else "?",
-            "[green]yes[/green]" if r.admitted else "[bold red]no[/bold red]",
-            ",".join(r.verdicts.get("untouched", [])),
-            ",".join(r.verdicts.get("reference", [])),
-            f"{r.duration_s:.1f}s",
-            "; ".join(r.reasons),
-        )
-    console.print(table)
     admitted = sum(r.admitted for r in results)
-    console.print(
+    if as_json:
+        print(json.dumps([{**row, "untouched": r.verdicts.get("untouched", []),
+                           "reference": r.verdicts.get("reference", []), "seconds": round(r.duration_s, 3)}
+                          for r, row in zip(results, rows)], default=str, indent=2))  # fmt: skip
+    else:
+        table = Table(title=f"task admission ({runs} runs each)")
+        for col in ("task", "family", "tier", "admitted", "untouched", "reference", "time"):
+            table.add_column(col, no_wrap=True)
+        for r in results:
+            table.add_row(
+                r.task_id,
+                r.task.spec.family if r.task else "?",
+                (r.task.spec.tier if r.task else None) or "?",
+                "[green]yes[/green]" if r.admitted else "[bold red]no[/bold red]",
+                ",".join(r.verdicts.get("untouched", [])),
+                ",".join(r.verdicts.get("reference", [])),
+                f"{r.duration_s:.1f}s",
+            )
+        console.print(table)
+        for r in results:
+            for reason in r.reasons:
+                console.print(f"[red]{escape(r.task_id)} rejected[/red] {escape(reason)}", soft_wrap=True)
+    err_console.print(
         f"{admitted}/{len(results)} admitted; `tasks` table in {lk.root} at version {lk.versions()['tasks']}"
     )
     if admitted < len(results):
-        raise typer.Exit(code=1)
+        for reason, n in rejection_reasons(results).most_common(10):
+            err_console.print(f"[red]{n} task(s):[/red] {escape(reason)}", soft_wrap=True)
+        raise typer.Exit(code=ExitCode.FAILED)
 
 
 @tasks_app.command("list")
-def list_tasks(paths: Annotated[list[Path] | None, typer.Argument(help="Where to look.")] = None) -> None:
+def list_tasks(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(exists=True, help="Where to look (default: ./tasks).")
+    ] = None,
+) -> None:
     """Task specs found under the paths (default: ./tasks), validated."""
     from judges.tasks import find_task_dirs, load_task
 
+    where = paths or [Path("tasks")]
+    dirs = find_task_dirs(where)
+    if not dirs:
+        fail(f"no task.yaml under {', '.join(map(str, where))}", ExitCode.USAGE)
     table = Table(title="tasks")
     for col in ("task", "family", "tier", "version", "title"):
         table.add_column(col)
     bad = 0
-    for d in find_task_dirs(paths or [Path("tasks")]):
+    for d in dirs:
         try:
             t = load_task(d)
             table.add_row(t.id, t.spec.family, t.spec.tier, t.spec.version, t.spec.title)
         except TrajlakeError as exc:
             bad += 1
-            table.add_row(str(d), "-", "-", "-", f"[red]{exc}[/red]")
+            table.add_row(str(d), "-", "-", "-", f"[red]{escape(str(exc))}[/red]")
     console.print(table)
     if bad:
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=ExitCode.FAILED)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judges.errors import AdmissionError
 from judges.registry import build_judge
 from judges.tasks import Task
 from rollouts import Assignment, EpisodeOutcome, RolloutConfig, TaskPool, run_rollouts
@@ -116,10 +117,20 @@ def metrics_from_lake(lake: Path, episode_ids: set[str], judge_name: str) -> Spl
 
 
 def family_judge(tasks: Sequence[Task]) -> tuple[str, str]:
-    """The judge name and version the tasks' rewards carry (they must share one)."""
+    """The judge name and version the tasks' rewards carry (they must share one).
+
+    Raises:
+        AdmissionError: there are no tasks, or they are judged by more than one judge version.
+    """
+    if not tasks:
+        raise AdmissionError("no admitted tasks, so there is no judge to train against")
     judges = {(j.name, j.version) for j in (build_judge(t.spec.judge) for t in tasks)}
     if len(judges) != 1:
-        raise ValueError(f"tasks are judged by several judges: {sorted(judges)}")
+        raise AdmissionError(
+            "the tasks are judged by several judges ("
+            + ", ".join(f"{n} {v}" for n, v in sorted(judges))
+            + "); train on one family, or give them one judge"
+        )
     return judges.pop()
 
 

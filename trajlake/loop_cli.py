@@ -8,53 +8,47 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from schemas.errors import TrajlakeError
-
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _settings() -> Any:
-    from trajlake.settings import Settings
-
-    return Settings()
-
-
-def _fail(exc: BaseException, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/bold red] {exc}")
-    raise typer.Exit(code=code)
+from trajlake.options import BackendOpt, LearnerBackend, PolicyOpt, TaskDirs, Workers
+from trajlake.terminal import ExitCode, console, err_console, fail, settings, warn
 
 
 def rollout(
-    tasks: Annotated[list[Path], typer.Option("--tasks", help="Task directories (repeatable).")],
-    policy: Annotated[
-        str, typer.Option(help="scripted:reference | scripted:FILE | openai:URL#MODEL | local:CKPT")
-    ],
-    workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
-    episodes: Annotated[int, typer.Option(help="Episodes in all (tasks x group size).")] = 8,
-    group_size: Annotated[int, typer.Option(help="Attempts per task (group-relative advantages).")] = 4,
+    tasks: TaskDirs,
+    policy: PolicyOpt,
+    workers: Workers = 2,
+    episodes: Annotated[int, typer.Option(min=1, help="Episodes in all (tasks x group size).")] = 8,
+    group_size: Annotated[
+        int, typer.Option(min=1, help="Attempts per task (group-relative advantages).")
+    ] = 4,
     family: Annotated[list[str] | None, typer.Option(help="Only these families.")] = None,
     tier: Annotated[list[str] | None, typer.Option(help="Only these tiers.")] = None,
+    backend: BackendOpt = None,
     seed: Annotated[int, typer.Option(help="Task sampling seed.")] = 0,
 ) -> None:
     """Run episodes of admitted tasks with a policy, in sandboxes, recording every step to Kafka."""
+    from ingest.kafka_broker import require_broker
     from rollouts import run_rollouts
     from trajlake.loop import load_pool, rollout_config
+    from trajlake.preflight import require_backend, require_images
 
-    s = _settings()
-    try:
-        pool = load_pool(tasks, Path(s.lake), families=family, tiers=tier)
-        if not len(pool):
-            raise ValueError("no admitted task matches (run `trajlake tasks admit` first?)")
-        n_tasks = max(1, episodes // max(1, group_size))
-        assignments = pool.sample(n_tasks, group_size, rng=random.Random(seed), tag="rollout:")[:episodes]
-        cfg = rollout_config(s, policy, workers=workers)
-    except (TrajlakeError, ValueError) as exc:
-        _fail(exc)
+    s = settings()
+    if backend is not None:
+        s = s.model_copy(update={"sandbox_backend": backend.value})
+    pool = load_pool(tasks, Path(s.lake), families=family, tiers=tier)
+    if not len(pool):
+        fail(
+            f"no admitted task under {', '.join(map(str, tasks))} matches; admit them first with "
+            "`trajlake tasks admit DIR`",
+            ExitCode.NOT_READY,
+        )
+    require_broker(s.kafka_bootstrap)
+    require_images(require_backend(s), [t.spec.initial_state.image for t in pool.tasks])
+    n_tasks = max(1, episodes // max(1, group_size))
+    assignments = pool.sample(n_tasks, group_size, rng=random.Random(seed), tag="rollout:")[:episodes]
+    cfg = rollout_config(s, policy, workers=workers)
     outcomes = []
     with Progress(
         TextColumn("{task.description}"),
@@ -69,10 +63,7 @@ def rollout(
             outcomes.append(o)
             progress.update(bar, advance=1, description=f"{o.task_id}: {o.status}")
 
-        try:
-            run_rollouts(cfg, assignments, on_outcome=show)
-        except RuntimeError as exc:
-            _fail(exc, code=1)
+        run_rollouts(cfg, assignments, on_outcome=show)
     table = Table(title=f"{len(outcomes)} episodes, policy {policy}")
     for col in ("task", "group", "status", "verdict", "score", "steps", "seconds"):
         table.add_column(col)
@@ -94,31 +85,36 @@ def train(
     judge_version: Annotated[
         str | None, typer.Option(help="Pinned judge version (default: most common).")
     ] = None,
-    backend: Annotated[str, typer.Option(help="torch | jax")] = "torch",
-    parent: Annotated[str | None, typer.Option(help="Checkpoint directory to continue from.")] = None,
+    backend: Annotated[LearnerBackend, typer.Option(help="Learner framework.")] = LearnerBackend.torch,
+    parent: Annotated[
+        Path | None, typer.Option(exists=True, file_okay=False, help="Checkpoint directory to continue from.")
+    ] = None,
     task: Annotated[list[str] | None, typer.Option(help="Only these task ids.")] = None,
-    epochs: Annotated[int, typer.Option(help="Passes over the new samples.")] = 2,
-    batch_size: Annotated[int, typer.Option(help="Minibatch size.")] = 32,
-    lr: Annotated[float, typer.Option(help="Learning rate.")] = 3e-4,
-    kl_coef: Annotated[float, typer.Option(help="KL penalty to the parent (0: none).")] = 0.0,
+    epochs: Annotated[int, typer.Option(min=1, help="Passes over the new samples.")] = 2,
+    batch_size: Annotated[int, typer.Option(min=1, help="Minibatch size.")] = 32,
+    lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 3e-4,
+    kl_coef: Annotated[float, typer.Option(min=0.0, help="KL penalty to the parent (0: none).")] = 0.0,
     full: Annotated[
         bool, typer.Option(help="Read every episode, not only those new since the parent.")
     ] = False,
-    device: Annotated[str, typer.Option(help="auto | cpu | cuda (torch).")] = "auto",
+    device: Annotated[str, typer.Option(help="auto | cpu | cuda[:N] (torch).")] = "auto",
 ) -> None:
     """One learner step from the lake at pinned versions -> a checkpoint with lineage."""
     from learners.checkpoints import emit_checkpoint_event, record_checkpoint
     from learners.trainer import TrainArgs
     from learners.trainer import train as run_train
+    from schemas.errors import TrajlakeError
+    from trajlake.preflight import require_lake
 
-    s = _settings()
+    s = settings()
+    require_lake(s.lake, ["episodes", "steps", "rewards"])
     args = TrainArgs(
         lake=str(Path(s.lake).resolve()),
         checkpoint_root=str(Path(s.checkpoints).resolve()),
         judge_name=judge,
         judge_version=judge_version,
-        parent=parent,
-        backend=backend,
+        parent=str(parent) if parent else None,
+        backend=backend.value,
         task_ids=task,
         epochs=epochs,
         batch_size=batch_size,
@@ -137,18 +133,15 @@ def train(
                 f"kl {row.get('kl', 0):.4f} clip {row.get('clip_frac', 0):.2f}",
             )
 
-        try:
-            res = run_train(args, on_step=show)
-        except (TrajlakeError, ValueError, FileNotFoundError) as exc:
-            _fail(exc)
+        res = run_train(args, on_step=show)
     if res.checkpoint is None:
-        console.print("no new samples to learn from")
-        raise typer.Exit(code=1)
+        fail(f"no new samples to learn from in {s.lake} (judge {judge}); record episodes with "
+             "`trajlake rollout` and fold them with `trajlake pipeline run --once`")  # fmt: skip
     record_checkpoint(args.lake, res.checkpoint)
     try:
         emit_checkpoint_event(s.kafka_bootstrap, s.topic_learner, res.checkpoint)
     except TrajlakeError as exc:
-        err_console.print(f"[yellow]checkpoint recorded in the table, not in the log: {exc}[/yellow]")
+        warn(f"checkpoint recorded in the table, not in the log: {exc}")
     info = res.checkpoint
     console.print(f"[green]{info.checkpoint_id}[/green] at {info.path}")
     console.print(
@@ -165,16 +158,16 @@ def lineage(
     """The chain from a checkpoint back to the data, tables and judges that produced it."""
     from learners.checkpoints import lineage_chain, read_checkpoints
 
-    lake = Path(_settings().lake)
+    lake = Path(settings().lake)
     if checkpoint == "latest":
         rows = read_checkpoints(lake)
         if not rows:
-            _fail(ValueError(f"no checkpoints in {lake}/checkpoints"), code=1)
+            fail(
+                f"no checkpoints in {lake}/checkpoints yet; `trajlake train` (or `trajlake demo`) makes them",
+                ExitCode.NOT_READY,
+            )
         checkpoint = max(rows.values(), key=lambda r: r["created_at"])["checkpoint_id"]
-    try:
-        chain = lineage_chain(lake, checkpoint)
-    except KeyError as exc:
-        _fail(ValueError(str(exc).strip("'\"")), code=1)
+    chain = lineage_chain(lake, checkpoint)
     if as_json:
         print(json.dumps(chain, default=str, indent=2))
         return

@@ -4,17 +4,100 @@
 - ``scripted:FILE.yaml``: per-task action lists ``{task_id: [actions...]}`` (``*`` for any task).
 - ``openai:BASE_URL#MODEL``: an OpenAI-compatible chat server (vLLM, SGLang, ...).
 - ``local:CHECKPOINT_DIR[?greedy=1&temperature=1.0&seed=7&backend=torch]``: the learner's model, in-process.
+
+:func:`check_policy_spec` validates a spec in the parent process (the CLI
+calls it while parsing arguments), so a worker process never starts with a
+spec it cannot build.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs
+from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import yaml
 
 from rollouts import Generation, GeneratorPolicy, OpenAIChatPolicy, Policy, PolicySpecError, ScriptedPolicy
+
+LOCAL_OPTIONS = ("backend", "greedy", "temperature", "seed")
+"""Query keys a ``local:`` spec may carry."""
+
+
+@dataclass(frozen=True)
+class ParsedSpec:
+    """A policy spec, split into its kind and parts and checked."""
+
+    kind: str
+    """``scripted``, ``openai`` or ``local``."""
+    target: str
+    """``reference``, the YAML file, the base URL or the checkpoint directory."""
+    model: str = ""
+    """The model name of an ``openai`` spec."""
+    options: dict[str, str] = field(default_factory=dict)
+    """The query options of a ``local`` spec."""
+    script: dict[str, Any] = field(default_factory=dict)
+    """The action table of a ``scripted:FILE`` spec."""
+
+
+def check_policy_spec(spec: str) -> ParsedSpec:
+    """Parse and check a spec without loading a model or contacting a server.
+
+    Raises:
+        PolicySpecError: an unknown kind, a malformed spec, or a file or checkpoint that is not there.
+    """
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        raise PolicySpecError(
+            f"policy {spec!r} is not KIND:TARGET; use scripted:reference, scripted:FILE.yaml, "
+            "openai:URL#MODEL or local:CHECKPOINT_DIR"
+        )
+    if kind == "scripted":
+        if rest == "reference":
+            return ParsedSpec(kind, rest)
+        path = Path(rest)
+        if not path.is_file():
+            raise PolicySpecError(f"scripted policy file {rest} does not exist")
+        try:
+            table = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise PolicySpecError(f"scripted policy file {rest} is not readable YAML: {exc}") from exc
+        if not isinstance(table, dict) or not all(isinstance(v, list) for v in table.values()):
+            raise PolicySpecError(
+                f"scripted policy file {rest} must map task ids (or '*') to lists of actions"
+            )
+        return ParsedSpec(kind, rest, script=table)
+    if kind == "openai":
+        base, _, model = rest.partition("#")
+        url = urlparse(base)
+        if url.scheme not in ("http", "https") or not url.netloc or not model:
+            raise PolicySpecError(f"openai policy {spec!r} must be openai:http(s)://HOST[:PORT]/v1#MODEL")
+        return ParsedSpec(kind, base, model=model)
+    if kind == "local":
+        path_text, _, query = rest.partition("?")
+        options = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+        unknown = sorted(set(options) - set(LOCAL_OPTIONS))
+        if unknown:
+            raise PolicySpecError(
+                f"unknown option(s) {', '.join(unknown)} in {spec!r}; known: {', '.join(LOCAL_OPTIONS)}"
+            )
+        if options.get("backend", "torch") not in ("torch", "jax"):
+            raise PolicySpecError(f"backend={options['backend']} in {spec!r}: use torch or jax")
+        try:
+            float(options.get("temperature", "1.0"))
+            int(options.get("seed", "0"))
+        except ValueError as exc:
+            raise PolicySpecError(f"{spec!r}: temperature must be a number and seed an integer") from exc
+        ckpt = Path(path_text)
+        if not (ckpt / "meta.json").is_file() or not (ckpt / "weights.npz").is_file():
+            raise PolicySpecError(
+                f"{path_text} is not a checkpoint directory (no meta.json and weights.npz); "
+                "`trajlake lineage latest` lists the checkpoints"
+            )
+        return ParsedSpec(kind, path_text, options=options)
+    raise PolicySpecError(f"unknown policy kind {kind!r} in {spec!r}: use scripted:, openai: or local:")
 
 
 def make_policy(spec: str, *, worker_index: int = 0) -> Policy:
@@ -26,42 +109,33 @@ def make_policy(spec: str, *, worker_index: int = 0) -> Policy:
     Raises:
         PolicySpecError: an unknown kind or a malformed spec.
     """
-    kind, _, rest = spec.partition(":")
-    if kind == "scripted":
-        if rest == "reference":
+    p = check_policy_spec(spec)
+    if p.kind == "scripted":
+        if p.target == "reference":
             return ScriptedPolicy(["apply_reference"], policy_id="scripted-reference")
-        path = Path(rest)
-        if not path.is_file():
-            raise PolicySpecError(f"scripted policy file {rest!r} not found")
-        table = yaml.safe_load(path.read_text()) or {}
+        table = p.script
         return ScriptedPolicy(
-            lambda task: table.get(task.id, table.get("*", [])), policy_id=f"scripted-{path.stem}"
+            lambda task: table.get(task.id, table.get("*", [])), policy_id=f"scripted-{Path(p.target).stem}"
         )
-    if kind == "openai":
-        base, _, model = rest.partition("#")
-        if not base or not model:
-            raise PolicySpecError("openai policy spec is openai:BASE_URL#MODEL")
-        return OpenAIChatPolicy(base, model, api_key=os.environ.get("OPENAI_API_KEY"))
-    if kind == "local":
-        from learners.serving import CheckpointGenerator
+    if p.kind == "openai":
+        return OpenAIChatPolicy(p.target, p.model, api_key=os.environ.get("OPENAI_API_KEY"))
+    from learners.serving import CheckpointGenerator
 
-        path_text, _, query = rest.partition("?")
-        q = {k: v[-1] for k, v in parse_qs(query).items()}
-        gen = CheckpointGenerator(
-            path_text,
-            backend=q.get("backend", "torch"),
-            greedy=q.get("greedy", "0") in ("1", "true"),
-            temperature=float(q.get("temperature", "1.0")),
-            seed=int(q["seed"]) + 7919 * worker_index if "seed" in q else None,
-        )
+    q = p.options
+    gen = CheckpointGenerator(
+        p.target,
+        backend=q.get("backend", "torch"),
+        greedy=q.get("greedy", "0") in ("1", "true"),
+        temperature=float(q.get("temperature", "1.0")),
+        seed=int(q["seed"]) + 7919 * worker_index if "seed" in q else None,
+    )
 
-        def generate(prompt: str) -> Generation:
-            c = gen(prompt)
-            return Generation(c.text, c.prompt_ids, c.completion_ids, c.logprobs, c.finish_reason)
+    def generate(prompt: str) -> Generation:
+        c = gen(prompt)
+        return Generation(c.text, c.prompt_ids, c.completion_ids, c.logprobs, c.finish_reason)
 
-        sampling = {"temperature": gen.temperature, "max_tokens": gen.max_new_tokens,
-                    "extra": {"greedy": gen.greedy, "backend": gen.backend}}  # fmt: skip
-        return GeneratorPolicy(
-            generate, policy_id=gen.info.policy_id, policy_version=gen.checkpoint_id, sampling=sampling
-        )
-    raise PolicySpecError(f"unknown policy kind {kind!r}: use scripted:, openai: or local:")
+    sampling = {"temperature": gen.temperature, "max_tokens": gen.max_new_tokens,
+                "extra": {"greedy": gen.greedy, "backend": gen.backend}}  # fmt: skip
+    return GeneratorPolicy(
+        generate, policy_id=gen.info.policy_id, policy_version=gen.checkpoint_id, sampling=sampling
+    )

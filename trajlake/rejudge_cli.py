@@ -7,23 +7,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from schemas.errors import TrajlakeError
-
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _fail(exc: BaseException, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/bold red] {exc}")
-    raise typer.Exit(code=code)
+from trajlake.options import BackendOpt, DeltaVersion, TaskDirs, Workers
+from trajlake.terminal import ExitCode, console, err_console, fail, settings
 
 
 def _judge_spec(text: str | None) -> dict[str, Any] | None:
-    """``--judge`` as inline JSON or ``@file`` (JSON or YAML)."""
+    """Parser callback: ``--judge`` as inline JSON or ``@file`` (JSON or YAML), built once to check it."""
     if text is None:
         return None
     if text.startswith("@"):
@@ -31,25 +23,38 @@ def _judge_spec(text: str | None) -> dict[str, Any] | None:
 
         path = Path(text[1:])
         if not path.is_file():
-            raise ValueError(f"no judge spec file {path}")
-        spec = yaml.safe_load(path.read_text())
+            raise typer.BadParameter(f"no judge spec file {path}")
+        try:
+            spec = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise typer.BadParameter(f"{path} is not YAML or JSON: {exc}") from exc
     else:
         try:
             spec = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"--judge is not JSON ({exc}); give JSON or @file.yaml") from exc
+            raise typer.BadParameter(f"not JSON ({exc}); give JSON or @file.yaml") from exc
     if not isinstance(spec, dict) or "name" not in spec:
-        raise ValueError('a judge spec is {"name": ..., "config": {...}}')
+        raise typer.BadParameter('a judge spec is {"name": ..., "config": {...}}')
+    from judges import build_judge
+    from schemas.errors import TrajlakeError
+
+    try:
+        build_judge(spec)
+    except TrajlakeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     return spec
 
 
 def rejudge(
-    tasks: Annotated[list[Path], typer.Option("--tasks", help="Task directories (repeatable).")],
+    tasks: TaskDirs,
     judge: Annotated[
-        str | None,
+        Any,
         typer.Option(
+            parser=str,
+            callback=_judge_spec,
+            metavar="SPEC",
             help='Judge spec for every episode: JSON {"name":..,"config":{..}} or @FILE. '
-            "Default: each task's current judge."
+            "Default: each task's current judge.",
         ),
     ] = None,  # fmt: skip
     family: Annotated[list[str] | None, typer.Option(help="Only these task families.")] = None,
@@ -57,16 +62,17 @@ def rejudge(
     status: Annotated[
         list[str] | None, typer.Option(help="Statuses to score (default: success, failure, truncated).")
     ] = None,
-    limit: Annotated[int | None, typer.Option(help="At most this many episodes, oldest first.")] = None,
-    episodes_version: Annotated[
-        int | None, typer.Option(help="Read the episodes table at this Delta version.")
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="At most this many episodes, oldest first.")
     ] = None,
+    episodes_version: DeltaVersion = None,
     run_id: Annotated[str | None, typer.Option(help="Resume this run (same event ids, deduped).")] = None,
     force: Annotated[bool, typer.Option(help="Score episodes already scored by the target version.")] = False,
     allow_task_drift: Annotated[
         bool, typer.Option(help="Score episodes that ran an older version of their task.")
     ] = False,
-    workers: Annotated[int, typer.Option(help="Episodes judged at once (one sandbox each).")] = 2,
+    workers: Workers = 2,
+    backend: BackendOpt = None,
     fold: Annotated[bool, typer.Option(help="Fold the new judgements into the lake afterwards.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
@@ -77,36 +83,34 @@ def rejudge(
     `reward` event (source `rejudge`) and is folded beside the old version's rows.
     """
     from ingest.blobs import BlobStore
+    from ingest.kafka_broker import require_broker
     from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
     from judges.tasks import find_task_dirs, load_task
-    from pipelines.delta_sink import Lake
     from pipelines.rejudge import RejudgeSelection
     from pipelines.rejudge import rejudge as run_rejudge
     from rollouts.runner import ROLLOUT_SPEC
     from sandboxes.pool import SandboxPool
-    from sandboxes.registry import get_backend
     from trajlake.loop import fold_log
-    from trajlake.settings import Settings
+    from trajlake.preflight import require_backend, require_images, require_lake
 
-    s = Settings()
-    try:
-        spec = _judge_spec(judge)
-        loaded = {}
-        for d in find_task_dirs(tasks):
-            t = load_task(d)
-            loaded[t.id] = t
-        if not loaded:
-            raise ValueError(f"no task.yaml under {', '.join(map(str, tasks))}")
-        selection = RejudgeSelection(
-            families=tuple(family or ()),
-            task_ids=tuple(task or ()),
-            statuses=tuple(status or ("success", "failure", "truncated")),
-            limit=limit,
-            versions={"episodes": episodes_version} if episodes_version is not None else None,
-        )
-        backend = get_backend(s.sandbox_backend, s.sandbox_config())
-    except (TrajlakeError, ValueError) as exc:
-        _fail(exc)
+    s = settings()
+    lake = require_lake(Path(s.lake).resolve(), ["episodes", "rewards", "events"])
+    loaded = {}
+    for d in find_task_dirs(tasks):
+        t = load_task(d)
+        loaded[t.id] = t
+    if not loaded:
+        fail(f"no task.yaml under {', '.join(map(str, tasks))}", ExitCode.USAGE)
+    selection = RejudgeSelection(
+        families=tuple(family or ()),
+        task_ids=tuple(task or ()),
+        statuses=tuple(status or ("success", "failure", "truncated")),
+        limit=limit,
+        versions={"episodes": episodes_version} if episodes_version is not None else None,
+    )
+    require_broker(s.kafka_bootstrap)
+    backend_ = require_backend(s, backend.value if backend else None)
+    require_images(backend_, [t.spec.initial_state.image for t in loaded.values()])
     sink = KafkaSink(KafkaSinkConfig(bootstrap_servers=s.kafka_bootstrap, client_id="trajlake-rejudge"))
     with Progress(
         TextColumn("{task.description}"),
@@ -117,16 +121,16 @@ def rejudge(
     ) as progress:
         bar = progress.add_task("selecting episodes", total=None)
         try:
-            with SandboxPool(backend, ROLLOUT_SPEC, max_size=max(1, workers)) as pool:
+            with SandboxPool(backend_, ROLLOUT_SPEC, max_size=max(1, workers)) as pool:
                 report = run_rejudge(
-                    Lake(Path(s.lake).resolve()),
+                    lake,
                     loaded,
                     pool,
                     sink,
-                    BlobStore(str(Path(s.home) / "blobs")),
+                    BlobStore(s.blobs),
                     topic=s.topic_judgements,
                     run_id=run_id,
-                    judge_spec=spec,
+                    judge_spec=judge,
                     selection=selection,
                     force=force,
                     allow_task_drift=allow_task_drift,
@@ -136,11 +140,9 @@ def rejudge(
                         bar, advance=1, description=f"{i.task_id}: {i.verdict or i.outcome}"
                     ),
                 )
-        except TrajlakeError as exc:
-            _fail(exc, code=1)
         finally:
             sink.close()
-            backend.close()
+            backend_.close()
         folded = None
         if fold and report.count("judged"):
             progress.update(bar, description="folding the judgements into the lake")
@@ -165,7 +167,7 @@ def rejudge(
     else:
         _print_report(report, folded)
     if report.count("error"):
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=ExitCode.FAILED)
 
 
 def _print_report(report: Any, folded: int | None) -> None:

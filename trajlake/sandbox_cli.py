@@ -8,37 +8,22 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from schemas.errors import TrajlakeError
+from trajlake.options import BackendOpt
+from trajlake.terminal import ExitCode, console, err_console, fail, settings, warn
 
 sandbox_app = typer.Typer(help="Isolated sandboxes: local (namespaces) and docker.", no_args_is_help=True)
-console = Console()
-err_console = Console(stderr=True)
-
-BackendOpt = Annotated[
-    str | None, typer.Option("--backend", "-b", help="local | docker (default: settings).")
-]
 
 
-def _settings() -> Any:
-    from trajlake.settings import Settings
+def _backend(name: Any, image: str | None = None) -> Any:
+    from trajlake.preflight import require_backend, require_images
 
-    return Settings()
-
-
-def _fail(exc: BaseException, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/bold red] {exc}")
-    raise typer.Exit(code=code)
-
-
-def _backend(name: str | None) -> Any:
-    from sandboxes import get_backend
-
-    s = _settings()
-    return get_backend(name or s.sandbox_backend, s.sandbox_config())
+    backend = require_backend(settings(), name.value if name else None)
+    require_images(backend, [image])
+    return backend
 
 
 @sandbox_app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -46,12 +31,13 @@ def run(
     ctx: typer.Context,
     backend: BackendOpt = None,
     image: Annotated[str | None, typer.Option(help="Recorded image name or digest.")] = None,
-    timeout: Annotated[float, typer.Option(help="Wall-clock timeout, seconds.")] = 60.0,
-    memory: Annotated[int, typer.Option(help="Memory limit, MiB.")] = 512,
-    pids: Annotated[int, typer.Option(help="Process limit.")] = 128,
-    disk: Annotated[int, typer.Option(help="Workspace size bound, MiB.")] = 256,
+    timeout: Annotated[float, typer.Option(min=0.01, help="Wall-clock timeout, seconds.")] = 60.0,
+    memory: Annotated[int, typer.Option(min=16, help="Memory limit, MiB.")] = 512,
+    pids: Annotated[int, typer.Option(min=8, help="Process limit.")] = 128,
+    disk: Annotated[int, typer.Option(min=1, help="Workspace size bound, MiB.")] = 256,
     workspace: Annotated[
-        Path | None, typer.Option(help="Directory copied in as the initial workspace.")
+        Path | None,
+        typer.Option(exists=True, file_okay=False, help="Directory copied in as the initial workspace."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
 ) -> None:
@@ -60,23 +46,22 @@ def run(
 
     cmd = list(ctx.args)
     if not cmd:
-        _fail(ValueError("no command: use `trajlake sandbox run [OPTIONS] -- CMD...`"))
+        fail("no command: use `trajlake sandbox run [OPTIONS] -- CMD...`", ExitCode.USAGE)
+    bk = _backend(backend, image)
+    spec = SandboxSpec(
+        image=image,
+        workspace=workspace,
+        memory_mb=memory,
+        pids=pids,
+        disk_mb=disk,
+        exec_timeout_s=timeout,
+    )
     try:
-        bk = _backend(backend)
-        spec = SandboxSpec(
-            image=image,
-            workspace=workspace,
-            memory_mb=memory,
-            pids=pids,
-            disk_mb=disk,
-            exec_timeout_s=timeout,
-        )
         with bk.create(spec) as sb:
             result = sb.exec(cmd)
             image_digest = sb.image_digest
+    finally:
         bk.close()
-    except (TrajlakeError, ValueError) as exc:
-        _fail(exc)
     if as_json:
         out = result.to_dict()
         out["backend"] = bk.name
@@ -100,19 +85,32 @@ def build_image_cmd(
     package: Annotated[
         list[str] | None, typer.Option("--package", "-p", help="Extra package (repeatable).")
     ] = None,
-    docker: Annotated[bool, typer.Option(help="Import into the Docker engine too.")] = True,
+    docker: Annotated[
+        bool | None,
+        typer.Option(
+            "--docker/--no-docker",
+            help="Import into the Docker engine too (default: if one answers; the local backend needs none).",
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option(help="Rebuild even if the recipe is recorded.")] = False,
 ) -> None:
     """Build a base image offline (debootstrap -> docker import) and record its digests."""
-    from sandboxes import ImageStore, build_image
+    from sandboxes import ImageStore, SandboxUnavailableError, build_image
     from sandboxes.docker_backend import docker_client
     from sandboxes.images import DEFAULT_PACKAGES
 
-    s = _settings()
+    s = settings()
     store = ImageStore(s.image_store)
     packages = list(DEFAULT_PACKAGES) + list(package or [])
+    client = None
+    if docker is not False:
+        try:
+            client = docker_client(s.sandbox_config())
+        except SandboxUnavailableError as exc:
+            if docker:
+                raise
+            warn(f"{exc}; building for the local backend only (rerun with --docker once an engine runs)")
     try:
-        client = docker_client(s.sandbox_config()) if docker else None
         with Progress(
             SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console
         ) as progress:
@@ -132,8 +130,9 @@ def build_image_cmd(
                 force=force,
                 on_line=on_line,
             )
-    except TrajlakeError as exc:
-        _fail(exc, code=1)
+    finally:
+        if client is not None:
+            client.close()
     verb = "built" if built else "up to date"
     console.print(f"[green]{record.name}[/green] {verb}")
     console.print_json(json.dumps({k: v for k, v in record.__dict__.items() if k != "extra"}))
@@ -144,22 +143,22 @@ def images() -> None:
     """Recorded base images and their digests."""
     from sandboxes import ImageStore
 
-    store = ImageStore(_settings().image_store)
+    store = ImageStore(settings().image_store)
     table = Table(title=f"images in {store.root}")
     for col in ("name", "docker image id", "rootfs sha256", "packages", "built"):
         table.add_column(col)
-    try:
-        for rec in store.records().values():
-            table.add_row(
-                rec.name,
-                (rec.image_id or "-")[:19],
-                rec.rootfs_sha256[:12],
-                ", ".join(rec.packages),
-                rec.built_at,
-            )
-    except TrajlakeError as exc:
-        _fail(exc, code=1)
+    records = store.records()
+    for rec in records.values():
+        table.add_row(
+            rec.name,
+            (rec.image_id or "-")[:19],
+            rec.rootfs_sha256[:12],
+            ", ".join(rec.packages),
+            rec.built_at,
+        )
     console.print(table)
+    if not records:
+        err_console.print("no images yet; build the base image with `trajlake sandbox build-image`")
 
 
 @sandbox_app.command("selftest")
@@ -174,12 +173,8 @@ def selftest(
     names = list(check) if check else list(CHECKS)
     unknown = [n for n in names if n not in CHECKS]
     if unknown:
-        _fail(ValueError(f"unknown checks {unknown}; known: {', '.join(CHECKS)}"))
-    try:
-        bk = _backend(backend)
-        bk.ensure_available()
-    except TrajlakeError as exc:
-        _fail(exc)
+        fail(f"unknown checks {', '.join(unknown)}; known: {', '.join(CHECKS)}", ExitCode.USAGE)
+    bk = _backend(backend, image)
     table = Table(title=f"sandbox selftest: {bk.name}" + (f" ({image})" if image else ""))
     table.add_column("check")
     table.add_column("result")
@@ -206,7 +201,7 @@ def selftest(
             res.name,
             "[green]pass[/green]" if res.passed else "[bold red]FAIL[/bold red]",
             f"{res.duration_s:.2f}s",
-            res.detail,
+            escape(res.detail),
         )
     console.print(table)
     failed = [r.name for r in results if not r.passed]
@@ -214,5 +209,5 @@ def selftest(
         err_console.print(
             f"[bold red]{len(failed)} of {len(results)} checks failed:[/bold red] {', '.join(failed)}"
         )
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=ExitCode.FAILED)
     console.print(f"[green]all {len(results)} checks passed[/green]")

@@ -7,7 +7,7 @@ offloading and delivery are those of any rollout worker) and returns an
 first-class events, or kept verbatim as an ``annotation`` and listed in
 :attr:`ImportReport.unmapped`.
 
-Public API: :func:`import_file`, :func:`detect_format`, :data:`FORMATS`,
+Public API: :func:`import_file`, :func:`check_file`, :func:`detect_format`, :data:`FORMATS`,
 :class:`ImportReport`.
 
 Usage::
@@ -72,6 +72,31 @@ def detect_format(path: Path | str) -> str:
     return matches[0]
 
 
+def check_file(path: Path | str, format: str | None = None) -> str:
+    """The format of a trajectory file, checked before anything is recorded.
+
+    Args:
+        path: the trajectory file.
+        format: the format it must be in (detected from the content when ``None``).
+
+    Returns:
+        A key of :data:`FORMATS`.
+
+    Raises:
+        ImportFormatError: unreadable, not JSON, an unknown ``format``, or not in that format.
+    """
+    if format is None:
+        return detect_format(path)
+    if format not in FORMATS:
+        raise ImportFormatError(f"unknown trajectory format {format!r}; known: {sorted(FORMATS)}")
+    source = SourceFile.read(path)
+    if not _SHAPES[format](source.data):
+        others = [name for name, looks_like in _SHAPES.items() if looks_like(source.data)]
+        hint = f"it looks like {others[0]}" if others else "it matches no known format"
+        raise ImportFormatError(f"{source.path}: not a {format} trajectory ({hint})")
+    return format
+
+
 def import_file(
     path: Path | str,
     recorder: EpisodeRecorder,
@@ -101,4 +126,4 @@ def import_file(
     return importer(path, recorder, episode_id=episode_id)
 
 
-__all__ = ["FORMATS", "ImportReport", "Importer", "detect_format", "import_file"]
+__all__ = ["FORMATS", "ImportReport", "Importer", "check_file", "detect_format", "import_file"]

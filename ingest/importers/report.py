@@ -67,7 +67,7 @@ class SourceFile:
         try:
             raw = path.read_bytes()
         except OSError as exc:
-            raise ImportFormatError(f"{path}: cannot read trajectory file: {exc}") from exc
+            raise ImportFormatError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
         try:
             data = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

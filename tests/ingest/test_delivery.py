@@ -6,13 +6,11 @@ import time
 from pathlib import Path
 
 from ingest import MemorySink, Spool, SpooledDelivery
+from tests.waiting import GENEROUS_S, wait_until
 
 
-def wait_for(cond, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
+def wait_for(cond, timeout: float = GENEROUS_S) -> None:  # type: ignore[no-untyped-def]
+    wait_until(cond, timeout=timeout)
 
 
 def values(sink: MemorySink) -> list[bytes]:

@@ -22,6 +22,7 @@ from ingest import EpisodeRecorder, KafkaSinkConfig
 from ingest.kafka_broker import EmbeddedKafka
 from ingest.log_reader import read_events, read_log
 from schemas import event_json_schemas, new_id, parse_event
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -89,6 +90,14 @@ def test_concurrent_recorders_deliver_every_event_in_seq_order(
     assert len({e.event_id for evs in by_episode.values() for e in evs}) == 10_000
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return not Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
 def _ledger(path: Path) -> list[tuple[str, int]]:
     out = []
     for line in path.read_text().splitlines():
@@ -115,7 +124,14 @@ def test_worker_killed_with_sigkill_loses_no_recorded_event(
         )
         assert p.stdout is not None
         p.stdout.readline()  # started
-        time.sleep(rng.uniform(0.5, 2.0))
+        # the kill lands at a random point after recording is under way (and, with a shipper,
+        # after the shipper has reported): under load either can take seconds to happen
+        recorded_before = len(_ledger(ledger)) if ledger.exists() else 0
+        wait_until(lambda n=recorded_before: ledger.exists() and len(_ledger(ledger)) > n + 20,
+                   what="the worker recording")  # fmt: skip
+        if delivery == "shipper":
+            wait_until(lambda: Progress.read(spool) is not None, what="the shipper's first progress report")
+        time.sleep(rng.uniform(0.0, 1.5))
         p.send_signal(signal.SIGKILL)
         p.wait()
         if delivery == "shipper":
@@ -123,7 +139,8 @@ def test_worker_killed_with_sigkill_loses_no_recorded_event(
             assert progress is not None and progress.pid > 0
             with contextlib.suppress(ProcessLookupError):
                 os.kill(progress.pid, signal.SIGKILL)
-            time.sleep(0.2)
+            shipper_pid = progress.pid
+            wait_until(lambda pid=shipper_pid: not _pid_alive(pid), what="the shipper's death")
         left_behind += len(list(spool.glob("seg-*.log")))
     assert left_behind, "the kills should leave unacknowledged records behind"
     # Restart the worker: what is left in the spool is sent first, then it records a little more.
@@ -135,10 +152,8 @@ def test_worker_killed_with_sigkill_loses_no_recorded_event(
     missing = recorded - logged
     assert not missing, f"{len(missing)} recorded events missing, e.g. {sorted(missing)[:3]}"
     assert len(recorded) > 500
-    deadline = time.monotonic() + 30  # with a shipper, it deletes the last segments as it exits
-    while list(spool.glob("seg-*.log")) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert list(spool.glob("seg-*.log")) == []
+    # with a shipper, it deletes the last segments as it exits
+    wait_until(lambda: list(spool.glob("seg-*.log")) == [], what="an empty spool")
 
 
 @pytest.mark.parametrize("delivery", ["inline", "shipper"])
@@ -177,12 +192,12 @@ def test_broker_stopped_while_recording_loses_nothing(
 
     th = threading.Thread(target=record)
     th.start()
-    time.sleep(1.5)
+    wait_until(lambda: len(recorded) > 200, what="recording under way")
     broker.stop()
     n_at_stop = len(recorded)
     time.sleep(12)  # longer than the delivery timeout: in-flight batches fail and are spooled
     if delivery == "inline":
-        assert not rec.delivery.healthy
+        wait_until(lambda: not rec.delivery.healthy, what="the inline delivery noticing the outage")
     n_during = len(recorded) - n_at_stop
     broker.start()
     time.sleep(1.5)
@@ -237,13 +252,11 @@ def test_shipper_finishes_a_dead_workers_spool_on_its_own(
     p = spawn(kafka.bootstrap, tmp_path, "gone", topic, 1000, 50, ledger, pause=0.0005)
     assert p.stdout is not None
     p.stdout.readline()
-    time.sleep(1.5)
+    wait_until(lambda: ledger.exists() and len(_ledger(ledger)) > 100, what="the worker recording")
     p.send_signal(signal.SIGKILL)  # the worker dies and never comes back
     p.wait()
-    deadline = time.monotonic() + 60
-    while (shipper_alive(spool) or list(spool.glob("seg-*.log"))) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not shipper_alive(spool), "the shipper should exit once the spool is shipped"
+    wait_until(lambda: not shipper_alive(spool) and not list(spool.glob("seg-*.log")),
+               what="the shipper shipping the spool and exiting")  # fmt: skip
     assert list(spool.glob("seg-*.log")) == []
     recorded = set(_ledger(ledger))
     logged = {(e.episode_id, e.seq) for evs in log_events(kafka.bootstrap, topic).values() for e in evs}

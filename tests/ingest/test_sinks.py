@@ -13,7 +13,7 @@ from ingest.log_reader import read_log
 from ingest.sink import Receipt
 
 
-def wait_done(receipts: list[Receipt], timeout: float = 30) -> None:
+def wait_done(receipts: list[Receipt], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not all(r.is_done for r in receipts):
         assert time.monotonic() < deadline, "receipts not done in time"

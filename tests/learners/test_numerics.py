@@ -17,6 +17,7 @@ from learners import losses_jax as lj
 from learners import losses_torch as lt
 from learners import torch_model as tm
 from learners.config import ModelConfig
+from learners.errors import DeviceUnavailableError
 from learners.tokenizer import CharTokenizer
 
 CFG = ModelConfig()
@@ -470,7 +471,7 @@ def test_select_device_and_autocast() -> None:
     with pytest.raises(ValueError):
         tm.select_device("tpu")
     if not torch.cuda.is_available():
-        with pytest.raises(RuntimeError):
+        with pytest.raises(DeviceUnavailableError, match="CUDA is not available"):
             tm.select_device("cuda")
     model, _ = make_pair(SMALL)
     with tm.autocast(torch.device("cpu")):

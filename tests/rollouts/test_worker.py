@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -33,6 +32,7 @@ from rollouts import (
 from rollouts.runner import ROLLOUT_SPEC
 from sandboxes import SandboxBackend, SandboxConfig, SandboxPool
 from sandboxes.workspace_io import extract_archive
+from tests.waiting import wait_until
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 
@@ -96,17 +96,40 @@ def test_an_episode_is_recorded_complete_and_in_order(
     assert changed, "the reference fix is not in the archived final state"
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def test_a_sandbox_killed_mid_episode_is_infra_error_not_a_failure(
     kafka: EmbeddedKafka, topic: str, recorder: EpisodeRecorder, pool: SandboxPool
 ) -> None:
     task = load_task(TASKS / "pyfix" / "pyfix-004")
 
-    def kill_soon() -> None:
-        time.sleep(1.0)
+    def sleeping_bwraps() -> list[int]:
+        """bwrap processes of the leased sandbox whose tree runs the agent's ``sleep 20``."""
+        found = []
         for sb in list(pool._in_use.values()):  # the one leased sandbox
-            for pid in sb[0]._cgroup.procs():  # type: ignore[attr-defined]
-                if Path(f"/proc/{pid}/comm").read_text().strip() == "bwrap":
-                    os.kill(pid, signal.SIGKILL)
+            pids = sb[0]._cgroup.procs()  # type: ignore[attr-defined]
+            cmdlines = {pid: _cmdline(pid) for pid in pids}
+            if any("sleep 20" in c for c in cmdlines.values()):
+                found += [pid for pid in pids if _comm(pid) == "bwrap"]
+        return found
+
+    def kill_soon() -> None:
+        # mid-episode: once the agent's command runs, however long a loaded machine takes to get there
+        wait_until(sleeping_bwraps, what="the agent's command running in the sandbox")
+        for pid in sleeping_bwraps():
+            os.kill(pid, signal.SIGKILL)
 
     threading.Thread(target=kill_soon, daemon=True).start()
     out = run_episode(task, ScriptedPolicy([{"bash": "sleep 20"}]), pool, recorder)

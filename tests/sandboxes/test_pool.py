@@ -22,6 +22,7 @@ from sandboxes import (
     SandboxSpec,
 )
 from schemas.events import SandboxPayload
+from tests.waiting import wait_until
 
 SMALL = SandboxSpec(memory_mb=256, pids=64, disk_mb=32, tmp_mb=8, exec_timeout_s=30)
 
@@ -33,13 +34,20 @@ def test_concurrency_bound_is_honoured(local_backend: SandboxBackend) -> None:
     lock = threading.Lock()
     errors: list[BaseException] = []
 
+    both_in = threading.Event()
+
     def work() -> None:
         nonlocal inside, peak
         try:
-            with pool.lease(timeout=60) as sb:
+            with pool.lease(timeout=120) as sb:
                 with lock:
                     inside += 1
                     peak = max(peak, inside)
+                    if inside == 2:
+                        both_in.set()
+                # hold the lease until two are in at once (however slow a loaded machine makes the
+                # second one's creation): a pool that allowed only one would time out here
+                both_in.wait(120)
                 r = sb.exec("sleep 0.2; echo done")
                 assert r.stdout == "done\n"
                 with lock:
@@ -66,7 +74,7 @@ def test_waiters_are_served_in_arrival_order(local_backend: SandboxBackend) -> N
         order: list[int] = []
 
         def wait(i: int) -> None:
-            sb = pool.acquire(timeout=60)
+            sb = pool.acquire(timeout=120)
             order.append(i)
             pool.release(sb)
 
@@ -76,9 +84,7 @@ def test_waiters_are_served_in_arrival_order(local_backend: SandboxBackend) -> N
             t.start()
             threads.append(t)
             # wait until this waiter is queued before starting the next
-            deadline = time.monotonic() + 10
-            while pool.metrics().waiting < i + 1 and time.monotonic() < deadline:
-                time.sleep(0.005)
+            wait_until(lambda i=i: pool.metrics().waiting >= i + 1, what=f"waiter {i} queued")
         pool.release(holder)
         for t in threads:
             t.join(60)
@@ -103,12 +109,12 @@ def test_warm_sandboxes_are_reset_between_leases(local_backend: SandboxBackend, 
     tpl.mkdir()
     (tpl / "task.txt").write_text("initial\n")
     with SandboxPool(local_backend, SMALL.with_(workspace=tpl), max_size=2, warm=2) as pool:
-        assert pool.wait_warm(60)
+        assert pool.wait_warm(120)
         with pool.lease(workspace=tpl) as sb:
             first = sb.id
             sb.exec("echo dirty > task.txt; touch leftover")
         # the maintainer resets it off the caller's path; the next lease sees the template
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while pool.metrics().idle < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         seen = set()
@@ -168,7 +174,7 @@ def test_sandbox_killed_mid_episode_is_replaced_and_the_episode_is_infra_error(
                 sb.exec("sleep 20", timeout=25)
     episode_id = ep.episode_id
     # the pool replaced it: the next lease is a different, working sandbox
-    with pool.lease(timeout=60) as fresh:
+    with pool.lease(timeout=120) as fresh:
         assert fresh.id != crashed_ids[0]
         assert fresh.exec("echo after").stdout == "after\n"
     m = pool.metrics()
@@ -193,15 +199,15 @@ def test_sandbox_killed_mid_episode_is_replaced_and_the_episode_is_infra_error(
 def test_idle_sandbox_killed_from_outside_is_not_handed_out(docker_backend: SandboxBackend) -> None:
     # one slot: the killed sandbox is the only warm one, so acquire must notice it is dead
     with SandboxPool(docker_backend, SMALL, max_size=1, warm=1) as pool:
-        assert pool.wait_warm(60)
+        assert pool.wait_warm(120)
         sb = pool.acquire()
         victim_id = sb.id
         pool.release(sb)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while pool.metrics().idle < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
         subprocess.run(["docker", "kill", sb.container_id], check=True, capture_output=True)  # type: ignore[attr-defined]
-        with pool.lease(timeout=60) as fresh:
+        with pool.lease(timeout=120) as fresh:
             assert fresh.id != victim_id
             assert fresh.exec("echo ok").stdout == "ok\n"
         assert pool.metrics().crashed == 1
@@ -216,7 +222,7 @@ def test_hung_sandbox_fails_its_health_check_and_is_replaced(docker_backend: San
         hung_id = sb.id
         subprocess.run(["docker", "pause", sb.container_id], check=True, capture_output=True)  # type: ignore[attr-defined]
         pool.release(sb)  # the maintainer's health check finds it frozen
-        with pool.lease(timeout=60) as fresh:
+        with pool.lease(timeout=120) as fresh:
             assert fresh.id != hung_id
             assert fresh.exec("echo ok").stdout == "ok\n"
         assert pool.metrics().crashed == 1
@@ -228,17 +234,17 @@ def test_idle_sandbox_that_hangs_is_found_by_the_periodic_probe(docker_backend: 
     with SandboxPool(
         docker_backend, SMALL, max_size=1, warm=1, health_timeout=2, health_interval=0.5
     ) as pool:
-        assert pool.wait_warm(60)
+        assert pool.wait_warm(120)
         sb = pool.acquire()
         hung_id = sb.id
         pool.release(sb)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         while pool.metrics().idle < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
         subprocess.run(["docker", "pause", sb.container_id], check=True, capture_output=True)  # type: ignore[attr-defined]
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while pool.metrics().crashed < 1 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert pool.metrics().crashed == 1
-        with pool.lease(timeout=60) as fresh:
+        with pool.lease(timeout=120) as fresh:
             assert fresh.id != hung_id and fresh.exec("echo ok").stdout == "ok\n"

@@ -41,7 +41,10 @@ def run(
 
 
 def status(home: Path, port: int) -> dict:  # type: ignore[type-arg]
-    return json.loads(run(home, port, "status", "--json").stdout)
+    proc = run(home, port, "status", "--json", check=False)
+    st = json.loads(proc.stdout)
+    assert proc.returncode == (0 if st["running"] else 3), proc.stderr
+    return st  # type: ignore[no-any-return]
 
 
 @pytest.mark.kafka
@@ -114,8 +117,8 @@ def test_no_java_is_a_clear_error(tmp_path: Path) -> None:
     env = {"PATH": str(bare), "JAVA_HOME": ""}
     os.environ.pop("JAVA_HOME", None)
     proc = run(tmp_path, free_port(), "up", env=env, check=False)
-    assert proc.returncode == 1
-    assert "Java not found" in proc.stderr
+    assert proc.returncode == 3  # not ready: the message names what to install
+    assert "Java not found" in proc.stderr and "Traceback" not in proc.stderr
 
 
 @pytest.mark.kafka
@@ -166,33 +169,46 @@ def test_import_of_a_malformed_file_fails_clearly(tmp_path: Path) -> None:
     bad.write_text("42")
     proc = run(tmp_path, free_port(), "import", "--format", "openhands", str(bad), check=False)
     assert proc.returncode == 1
-    assert "bad.json" in proc.stderr
+    # checked before any broker is needed; the path is named once
+    assert proc.stderr.count("bad.json") == 1 and "not a openhands trajectory" in proc.stderr
 
 
 @pytest.mark.kafka
 @pytest.mark.timeout(1000)
 def test_demo_runs_the_closed_loop_end_to_end(tmp_path: Path) -> None:
-    """The README's first command: held-out success rises, a PNG and a lineage chain exist."""
+    """The README's first command: held-out success rises, a PNG and a lineage chain exist.
+
+    ``.ci/run`` runs ``./dev demo`` itself on an unprepared machine (empty image store, fresh
+    home) and hands its home over in ``TRAJLAKE_DEMO_HOME``, with its output in ``demo.log``;
+    this test then checks that run instead of running the demo a second time.
+    """
+    given = os.environ.get("TRAJLAKE_DEMO_HOME")
+    home = Path(given) if given else tmp_path
     port = free_port()
     try:
-        # the issue's bound for the demo is 15 minutes on this 2-core machine
-        proc = run(tmp_path, port, "demo", "--iterations", "5", check=False, timeout=900)
-        out = proc.stdout
-        assert proc.returncode == 0, out[-4000:] + proc.stderr[-4000:]
+        if given:
+            out = (home / "demo.log").read_text()
+        else:
+            # the issue's bound for the demo is 15 minutes on this 2-core machine
+            proc = run(home, port, "demo", "--iterations", "5", check=False, timeout=900)
+            out = proc.stdout
+            assert proc.returncode == 0, out[-4000:] + proc.stderr[-4000:]
+        assert "Traceback" not in out
         assert "48/48 tasks admitted" in out
         assert out.count("learner: 144 samples") == 5
         assert "held-out success rose:" in out
-        assert (tmp_path / "learning_curve.png").stat().st_size > 10_000
-        assert (tmp_path / "lake" / "checkpoints").is_dir()
+        assert (home / "learning_curve.png").stat().st_size > 10_000
+        assert (home / "lake" / "checkpoints").is_dir()
         # the re-judge step scored the 48 final-evaluation episodes again, through the log
         assert "re-judged 48 held-out episodes" in out
-        rewards = Lake(tmp_path / "lake").read("rewards").to_pylist()
+        rewards = Lake(home / "lake").read("rewards").to_pylist()
         rejudged = [r for r in rewards if r["source"] == "rejudge"]
         assert len(rejudged) == 48 and {r["judge_name"] for r in rejudged} == {"tests"}
-        lineage = run(tmp_path, port, "lineage", "latest").stdout
+        lineage = run(home, port, "lineage", "latest").stdout
         assert "composite" in lineage and '"episodes": 5' in lineage and "supervised warm start" in lineage
     finally:
-        run(tmp_path, port, "down", check=False)
+        if not given:
+            run(home, port, "down", check=False)
 
 
 def test_fixtures_and_cli_are_installed() -> None:

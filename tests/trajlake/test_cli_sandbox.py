@@ -83,7 +83,7 @@ def test_run_errors_are_clear(sandbox_config: SandboxConfig) -> None:
     p = run(sandbox_config, "sandbox", "run", "-b", "local", "--json")
     assert p.returncode == 2 and "no command" in p.stderr
     p = run(sandbox_config, "sandbox", "run", "-b", "nope", "--", "true")
-    assert p.returncode == 2 and "unknown sandbox backend 'nope'" in p.stderr
+    assert p.returncode == 2 and "'nope' is not one of 'local', 'docker'" in p.stderr
 
 
 def test_selftest_prints_a_table(local_backend: SandboxBackend, sandbox_config: SandboxConfig) -> None:

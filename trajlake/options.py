@@ -1,0 +1,71 @@
+"""The arguments commands share, validated once by the command-line parser.
+
+A bad value is refused before a command starts (exit status 2, one sentence
+from the parser naming the option), so no command checks its own arguments
+and none gets as far as a worker process with a value it cannot use.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class SandboxBackendName(StrEnum):
+    """Sandbox backends (``sandboxes.backend_names()``)."""
+
+    local = "local"
+    docker = "docker"
+
+
+class LearnerBackend(StrEnum):
+    """Learner frameworks."""
+
+    torch = "torch"
+    jax = "jax"
+
+
+class TrajectoryFormat(StrEnum):
+    """Formats ``trajlake import`` reads (``ingest.importers.FORMATS``), or ``auto``."""
+
+    auto = "auto"
+    mini_swe_agent = "mini-swe-agent"
+    openhands = "openhands"
+
+
+def check_policy(value: str | None) -> str | None:
+    """Parser callback: the policy spec is well formed and what it names exists."""
+    if value is None:
+        return None
+    from rollouts import PolicySpecError
+    from trajlake.policy_specs import check_policy_spec
+
+    try:
+        check_policy_spec(value)
+    except PolicySpecError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    return value
+
+
+BackendOpt = Annotated[
+    SandboxBackendName | None,
+    typer.Option("--backend", "-b", help="Sandbox backend (default: TRAJLAKE_SANDBOX_BACKEND)."),
+]
+Workers = Annotated[int, typer.Option(min=1, help="Processes or sandboxes working at once.")]
+Limit = Annotated[int, typer.Option(min=0, help="At most this many rows or records.")]
+DeltaVersion = Annotated[int | None, typer.Option(min=0, help="Delta version (time travel).")]
+LakeOpt = Annotated[Path | None, typer.Option(help="Lake directory (default: $TRAJLAKE_HOME/lake).")]
+TaskDirs = Annotated[
+    list[Path],
+    typer.Option("--tasks", exists=True, help="Task directories, or folders of them (repeatable)."),
+]
+PolicyOpt = Annotated[
+    str,
+    typer.Option(
+        callback=check_policy,
+        help="scripted:reference | scripted:FILE.yaml | openai:URL#MODEL | local:CHECKPOINT_DIR[?k=v&...]",
+    ),
+]
