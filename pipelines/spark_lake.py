@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.errors import LakeError
+from schemas.errors import UnavailableError
 from schemas.tables import TABLES
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ DEFAULT_RETENTION_HOURS = 168.0
 """VACUUM keeps files that versions of the last week still reference (Delta's default)."""
 
 
-class SparkUnavailableError(LakeError):
+class SparkUnavailableError(LakeError, UnavailableError):
     """pyspark, Java or the Delta jars are missing."""
 
 
@@ -110,6 +111,13 @@ class SparkLake:
             raise SparkUnavailableError(
                 "pyspark is not installed: `pip install -e '.[dev]'` (or `.[spark]`) brings it"
             ) from exc
+        from ingest.kafka_broker import EmbeddedKafka
+        from schemas.errors import TrajlakeError
+
+        try:
+            EmbeddedKafka.check_java()  # Spark 4 needs the same Java 17+ as the broker
+        except TrajlakeError as exc:
+            raise SparkUnavailableError(str(exc).replace("the embedded Kafka broker", "Spark")) from exc
         jars = delta_jars(self._progress)
         self._progress(f"starting Spark ({self.master}) with Delta")
         # Quiet, small and local: no UI, no console progress, few partitions for

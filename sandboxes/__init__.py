@@ -9,6 +9,7 @@ overlayfs and cgroup v1; ``docker``: a real Docker engine), share one
 from sandboxes.errors import (
     ImageDriftError,
     ImageError,
+    ImageNotBuiltError,
     PoolClosedError,
     PoolTimeoutError,
     SandboxClosedError,
@@ -29,6 +30,7 @@ __all__ = [
     "ExecResult",
     "ImageDriftError",
     "ImageError",
+    "ImageNotBuiltError",
     "ImageRecord",
     "ImageStore",
     "LifecycleListener",

@@ -28,6 +28,7 @@ from typing import Any
 from sandboxes.cgroups import CgroupSet
 from sandboxes.errors import (
     ImageDriftError,
+    ImageNotBuiltError,
     SandboxCrashedError,
     SandboxError,
     SandboxUnavailableError,
@@ -81,8 +82,9 @@ def resolve_image(client: Any, store: ImageStore, ref: str) -> ImageRecord:
 
     record = store.get(ref)
     if not record.image_id:
-        raise SandboxUnavailableError(
-            f"image {record.name} was built without docker; run `trajlake sandbox build-image`"
+        raise ImageNotBuiltError(
+            f"image {record.name} was built for the local backend only; import it into the engine with "
+            "`trajlake sandbox build-image --docker`"
         )
     try:
         client.images.get(record.image_id)
@@ -98,8 +100,9 @@ def resolve_image(client: Any, store: ImageStore, ref: str) -> ImageRecord:
             )
         except docker.errors.ImageNotFound:
             pass
-    raise SandboxUnavailableError(
-        f"image {record.name} ({record.image_id}) is not in this engine; run `trajlake sandbox build-image`"
+    raise ImageNotBuiltError(
+        f"image {record.name} ({record.image_id}) is not in this engine; import it with "
+        "`trajlake sandbox build-image --docker`"
     )
 
 
@@ -130,18 +133,10 @@ class DockerBackend(SandboxBackend):
             return str(exc)
         return None
 
-    def image_unavailable_reason(self, image: str | None) -> str | None:
-        """Why ``image`` cannot be run: the engine is down, it is not recorded, not imported, or drifted."""
-        reason = self.unavailable_reason()
-        if reason:
-            return f"sandbox backend 'docker' is unavailable: {reason}"
-        try:
-            resolve_image(
-                self.client, ImageStore(self.config.image_store), image or self.config.default_image
-            )
-        except SandboxError as exc:
-            return str(exc)
-        return None
+    def ensure_image(self, image: str | None) -> None:
+        """The engine answers and holds exactly the recorded image (not drifted)."""
+        self.ensure_available()
+        resolve_image(self.client, ImageStore(self.config.image_store), image or self.config.default_image)
 
     def create(self, spec: SandboxSpec, *, sandbox_id: str | None = None) -> DockerSandbox:
         """Start a container in the spec's initial state (see :class:`SandboxBackend`)."""

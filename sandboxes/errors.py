@@ -20,6 +20,10 @@ class SandboxUnavailableError(SandboxError, InfraError, UnavailableError):
     """The backend cannot run here (missing tool, no engine, not permitted, no image)."""
 
 
+class ImageNotBuiltError(SandboxUnavailableError):
+    """No image of that name or digest is recorded in the image store (``trajlake sandbox build-image``)."""
+
+
 class SandboxCrashedError(SandboxError, InfraError):
     """The sandbox died or stopped answering; it must be replaced."""
 

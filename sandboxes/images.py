@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandboxes.errors import ImageDriftError, ImageError, SandboxUnavailableError
+from sandboxes.errors import ImageDriftError, ImageError, ImageNotBuiltError, SandboxUnavailableError
 
 DEFAULT_PACKAGES = ("python3", "python3-pytest", "git", "ca-certificates")
 DEFAULT_SUITE = "bookworm"
@@ -115,7 +115,7 @@ class ImageStore:
         """The record a name, docker id (full or short) or rootfs digest refers to.
 
         Raises:
-            SandboxUnavailableError: nothing recorded matches.
+            ImageNotBuiltError: nothing recorded matches.
         """
         recs = self.records()
         if ref in recs:
@@ -126,7 +126,7 @@ class ImageStore:
             if len(key) >= 12 and any(i.startswith(key) for i in ids):
                 return rec
         known = ", ".join(sorted(recs)) or "none"
-        raise SandboxUnavailableError(
+        raise ImageNotBuiltError(
             f"image {ref!r} is not built yet (the image store {self.root} holds: {known}); "
             "build it with `trajlake sandbox build-image`"
         )

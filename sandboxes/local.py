@@ -24,6 +24,7 @@ import os
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import time
 import uuid
@@ -40,7 +41,7 @@ from sandboxes.errors import (
 from sandboxes.exec_io import CappedBuffer, exit_code_of
 from sandboxes.images import AGENT_UID, ImageStore
 from sandboxes.interface import DEFAULT_PATH, WORKSPACE, ExecResult, Sandbox, SandboxSpec
-from sandboxes.mounts import mount, mount_tmpfs, umount
+from sandboxes.mounts import mount, mount_tmpfs, umount, untraversable_ancestor
 from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
 from sandboxes.workspace_io import clear_dir, copy_tree, read_under, write_under
 from schemas.events import ResourceUsage
@@ -60,6 +61,17 @@ def _host_system_binds() -> list[str]:
             args += ["--ro-bind", str(path), f"/{top}"]
     args += ["--ro-bind", "/etc", "/etc"]
     return args
+
+
+def _require_traversable(path: Path, uid: int, what: str) -> None:
+    blocked = untraversable_ancestor(path, uid)
+    if blocked is not None:
+        mode = stat.S_IMODE(os.stat(blocked).st_mode)
+        raise SandboxUnavailableError(
+            f"{what} ({path}) is out of reach of the sandbox user (uid {uid}): {blocked} has mode "
+            f"{mode:04o}; allow it through (`chmod o+x {blocked}`) or choose a directory under one "
+            "that is (TRAJLAKE_IMAGE_STORE, TRAJLAKE_SANDBOX_RUNTIME_DIR)"
+        )
 
 
 @register_backend
@@ -82,9 +94,15 @@ class LocalBackend(SandboxBackend):
                 return "the kernel has no overlayfs"
         except OSError as exc:
             return f"cannot read /proc/filesystems: {exc}"
+        try:
+            _require_traversable(self.config.runtime_dir, self.config.host_uid, "the sandbox runtime dir")
+        except SandboxUnavailableError as exc:
+            return str(exc)
         return CgroupSet.unavailable_reason()
 
     def _image_rootfs(self, image: str) -> tuple[Path, str]:
+        # reachability first: an image built into a store the sandbox user cannot enter is useless
+        _require_traversable(self.config.image_store, self.config.host_uid, "the image store")
         store = ImageStore(self.config.image_store)
         record = store.get(image)
         rootfs = store.rootfs(record)
@@ -93,17 +111,13 @@ class LocalBackend(SandboxBackend):
                 f"the root filesystem of image {record.name} is missing ({rootfs}); "
                 "rebuild it with `trajlake sandbox build-image --force`"
             )
+        _require_traversable(rootfs, self.config.host_uid, f"the root filesystem of image {record.name}")
         return rootfs, record.digest
 
-    def image_unavailable_reason(self, image: str | None) -> str | None:
-        """Why ``image`` cannot be used: not recorded in the store, or its root filesystem is gone."""
-        if image is None:
-            return None
-        try:
+    def ensure_image(self, image: str | None) -> None:
+        """``image`` is recorded, its root filesystem is there and the sandbox user can reach it."""
+        if image is not None:
             self._image_rootfs(image)
-        except SandboxUnavailableError as exc:
-            return str(exc)
-        return None
 
     def create(self, spec: SandboxSpec, *, sandbox_id: str | None = None) -> LocalSandbox:
         """Start a sandbox in the spec's initial state (see :class:`SandboxBackend`)."""

@@ -51,3 +51,31 @@ def mount_tmpfs(
         mount("tmpfs", target, "tmpfs", opts)
     except OSError as exc:
         raise SandboxUnavailableError(f"cannot mount {what}: {exc}") from exc
+
+
+def untraversable_ancestor(path: Path, uid: int, gid: int | None = None) -> Path | None:
+    """The first existing directory on the way to ``path`` that ``uid`` cannot pass through.
+
+    The ``local`` backend's processes run as an unprivileged host uid, so bubblewrap
+    can bind the image's root filesystem and the sandbox's own directories only if
+    every directory above them lets that uid through (``x`` for it, its group or
+    others): a store or runtime directory made by ``mktemp -d`` (mode 0700) does not.
+    """
+    gid = uid if gid is None else gid
+    current = Path(path).absolute()
+    for p in [current, *current.parents]:
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            continue
+        if uid == 0:
+            return None
+        if st.st_uid == uid:
+            ok = st.st_mode & 0o100
+        elif st.st_gid == gid:
+            ok = st.st_mode & 0o010
+        else:
+            ok = st.st_mode & 0o001
+        if not ok:
+            return p
+    return None

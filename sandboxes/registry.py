@@ -50,19 +50,22 @@ class SandboxBackend(ABC):
         if reason:
             raise SandboxUnavailableError(f"sandbox backend {self.name!r} is unavailable: {reason}")
 
-    def image_unavailable_reason(self, image: str | None) -> str | None:
-        """Why sandboxes of ``image`` cannot start here, or ``None`` when they can.
+    def ensure_image(self, image: str | None) -> None:  # noqa: B027 - backends without images accept any
+        """Check that sandboxes of ``image`` can start here (``None``: the backend's default files).
 
-        ``None`` as the image means the backend's default root filesystem. The
-        reason is one sentence that names the command which prepares the image.
+        Raises:
+            ImageNotBuiltError: the image is not built (for this backend) yet; building it fixes that.
+            SandboxUnavailableError: it cannot be used for another reason (unreachable files, drift,
+                no engine); the message names the fix.
         """
-        return None
 
-    def ensure_image(self, image: str | None) -> None:
-        """Raise :class:`SandboxUnavailableError` when ``image`` cannot be used here."""
-        reason = self.image_unavailable_reason(image)
-        if reason:
-            raise SandboxUnavailableError(reason)
+    def image_unavailable_reason(self, image: str | None) -> str | None:
+        """Why sandboxes of ``image`` cannot start here (one sentence with the fix), or ``None``."""
+        try:
+            self.ensure_image(image)
+        except SandboxError as exc:
+            return str(exc)
+        return None
 
     @abstractmethod
     def create(self, spec: SandboxSpec, *, sandbox_id: str | None = None) -> Sandbox:

@@ -40,6 +40,20 @@ def sandbox_config() -> SandboxConfig:
     )
 
 
+@pytest.fixture
+def reachable_tmp() -> Iterator[Path]:
+    """A fresh directory the sandbox user can pass through (pytest's own ``tmp_path`` is 0700)."""
+    import shutil
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="trajlake-test-"))
+    os.chmod(d, 0o755)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def local_backend(sandbox_config: SandboxConfig) -> SandboxBackend:
     backend = get_backend("local", sandbox_config)

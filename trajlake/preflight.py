@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ingest.kafka_broker import require_broker
 from pipelines import Lake, TableMissingError
-from sandboxes import SandboxBackend, SandboxUnavailableError, get_backend
+from sandboxes import SandboxBackend, get_backend
 
 if TYPE_CHECKING:
     from trajlake.settings import Settings
@@ -66,16 +66,19 @@ def prepare_images(
             build, or the build cannot run here (not root, no debootstrap).
         ImageError: the build itself failed (its log tail is in the message).
     """
-    from sandboxes import ImageStore, build_image
+    from sandboxes import ImageNotBuiltError, ImageStore, build_image
     from sandboxes.docker_backend import docker_client
 
     built = []
     for image in sorted({i for i in images if i is not None}):
-        reason = backend.image_unavailable_reason(image)
-        if reason is None:
+        try:
+            backend.ensure_image(image)
             continue
-        if image != settings.sandbox_image:
-            raise SandboxUnavailableError(reason)
+        except ImageNotBuiltError:
+            # only a missing record is prepared here; a store the sandboxes cannot reach, a
+            # drifted docker tag or a deleted root filesystem is the user's to look at
+            if image != settings.sandbox_image:
+                raise
         progress(
             f"building the base image {image!r} for the {backend.name} backend (first run only, about a "
             f"minute: debootstrap from the Debian mirror into {settings.image_store})"

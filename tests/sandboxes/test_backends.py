@@ -136,10 +136,10 @@ def test_unchanged_workspace_snapshot_adds_no_layer(local_backend: SandboxBacken
         assert sb._layers == ["0"]  # type: ignore[attr-defined]
 
 
-def test_unknown_backend_and_unknown_image(sandbox_config: SandboxConfig, tmp_path: Path) -> None:
+def test_unknown_backend_and_unknown_image(sandbox_config: SandboxConfig, reachable_tmp: Path) -> None:
     with pytest.raises(SandboxError, match="unknown sandbox backend 'nope'"):
         get_backend("nope", sandbox_config)
-    cfg = SandboxConfig(runtime_dir=sandbox_config.runtime_dir, image_store=tmp_path / "empty-store")
+    cfg = SandboxConfig(runtime_dir=sandbox_config.runtime_dir, image_store=reachable_tmp / "empty-store")
     with pytest.raises(SandboxUnavailableError, match="trajlake sandbox build-image"):
         get_backend("local", cfg).create(SMALL.with_(image="not-built"))
 

@@ -176,9 +176,9 @@ def test_an_unexpected_error_is_one_line_and_its_traceback_is_kept(tmp_path: Pat
 # ---------------------------------------------------------------- a missing base image
 
 
-def _empty_store(sandbox_config: SandboxConfig, tmp_path: Path) -> dict[str, str]:
+def _empty_store(sandbox_config: SandboxConfig, reachable: Path) -> dict[str, str]:
     return {
-        "TRAJLAKE_IMAGE_STORE": str(tmp_path / "empty-image-store"),
+        "TRAJLAKE_IMAGE_STORE": str(reachable / "images"),
         "TRAJLAKE_SANDBOX_RUNTIME_DIR": str(sandbox_config.runtime_dir),
     }
 
@@ -194,13 +194,32 @@ def _empty_store(sandbox_config: SandboxConfig, tmp_path: Path) -> dict[str, str
     ids=lambda a: " ".join(a[:2]),
 )
 def test_an_empty_image_store_stops_with_the_build_command(
-    local_backend: SandboxBackend, sandbox_config: SandboxConfig, tmp_path: Path, args: tuple[str, ...]
+    local_backend: SandboxBackend,
+    sandbox_config: SandboxConfig,
+    tmp_path: Path,
+    reachable_tmp: Path,
+    args: tuple[str, ...],
 ) -> None:
-    code, out = cli(tmp_path, *args, env=_empty_store(sandbox_config, tmp_path))
+    code, out = cli(tmp_path, *args, env=_empty_store(sandbox_config, reachable_tmp))
     assert code == NOT_READY, out
     assert "image 'trajlake-base' is not built yet" in out and "`trajlake sandbox build-image`" in out
     # one sentence, not a table of 1 rejected task
     assert "rejected" not in out
+
+
+def test_an_image_store_the_sandbox_user_cannot_reach_is_named(
+    local_backend: SandboxBackend, sandbox_config: SandboxConfig, tmp_path: Path
+) -> None:
+    import tempfile
+
+    private = Path(tempfile.mkdtemp(dir=tmp_path))  # 0700, as mktemp -d makes it
+    env = {"TRAJLAKE_IMAGE_STORE": str(private / "images"),
+           "TRAJLAKE_SANDBOX_RUNTIME_DIR": str(sandbox_config.runtime_dir)}  # fmt: skip
+    code, out = cli(
+        tmp_path, "sandbox", "run", "-b", "local", "--image", "trajlake-base", "--", "true", env=env
+    )
+    assert code == NOT_READY, out
+    assert f"{private} has mode 0700" in out and f"chmod o+x {private}" in out
 
 
 # ---------------------------------------------------------------- doctor
@@ -233,14 +252,14 @@ def test_doctor_reports_the_broker_with_its_fix_and_is_ready_when_it_runs(
 
 
 def test_doctor_names_a_missing_image_and_a_damaged_lake(
-    sandbox_config: SandboxConfig, tmp_path: Path
+    sandbox_config: SandboxConfig, tmp_path: Path, reachable_tmp: Path
 ) -> None:
     from pipelines import Lake
 
     lake = Lake(tmp_path / "lake")
     lake.ensure(["events"])
     (tmp_path / "lake" / "events" / "_delta_log" / "00000000000000000000.json").write_text("{garbage")
-    code, out = cli(tmp_path, "doctor", "--json", env=_empty_store(sandbox_config, tmp_path))
+    code, out = cli(tmp_path, "doctor", "--json", env=_empty_store(sandbox_config, reachable_tmp))
     rows = {r["name"]: r for r in json.loads(out[: out.rindex("}") + 1])["checks"]}
     assert code == NOT_READY
     assert rows["base image"]["status"] == "missing" and "build-image" in rows["base image"]["fix"]
