@@ -14,7 +14,9 @@ from ingest.kafka_broker import EmbeddedKafka
 pytest_plugins = ["tests.sandbox_fixtures"]
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures" / "trajectories"
+SHARED = Path(os.environ.get("TRAJLAKE_SHARED_DIR", REPO.parent / "shared"))
+"""The project's shared folder (beside the checkout; ``TRAJLAKE_SHARED_DIR`` for a clone elsewhere)."""
+FIXTURES = SHARED / "fixtures" / "trajectories"
 
 
 def free_port() -> int:
