@@ -18,8 +18,8 @@ from ingest.errors import ImportFormatError
 from ingest.importers import FORMATS, ImportReport, detect_format, import_file
 from schemas import ChatMessage, parse_event
 from schemas.events import EventBase
+from tests.conftest import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "trajectories"
 MINI = sorted((FIXTURES / "mini-swe-agent").glob("*.traj.json"))
 OPENHANDS = sorted((FIXTURES / "openhands").glob("*.json"))
 ALL = [(p, "mini-swe-agent") for p in MINI] + [(p, "openhands") for p in OPENHANDS]
