@@ -69,6 +69,7 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
     # one CPU thread per worker process: the workers are the parallelism
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     closers: list[Callable[[], None]] = []
+    stopping = False
     try:
         from ingest.recorder import EpisodeRecorder
         from judges.tasks import load_task
@@ -85,11 +86,12 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
         rec = EpisodeRecorder.open(
             bootstrap=cfg.bootstrap,
             home=Path(cfg.home),
-            worker_id=f"rollout-{cfg.run_id}-{idx}",
+            worker_id=worker_id(cfg, idx),
             topic=cfg.topic,
             delivery="inline",
         )
-        closers.append(rec.close)
+        # stopped: what is not acknowledged within seconds stays in the spool, for the parent to send
+        closers.append(lambda: rec.close(timeout=5 if stopping else 30))
         with SandboxPool(backend, ROLLOUT_SPEC, max_size=cfg.sandboxes_per_worker) as pool:
             for a in assignments:
                 task = tasks.get(a.task_dir) or tasks.setdefault(a.task_dir, load_task(a.task_dir))
@@ -99,6 +101,7 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
                 out.put(("episode", outcome))
         rec.flush(timeout=120)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
+        stopping = isinstance(exc, _Stopped)
         out.put(("error", f"worker {idx}: {exc}" if isinstance(exc, TrajlakeError | _Stopped)
                  else f"worker {idx}: {type(exc).__name__}: {exc}"))  # fmt: skip
     finally:
@@ -150,9 +153,42 @@ def run_rollouts(
             p.join(timeout=30)
             if p.is_alive():
                 p.kill()
+        _deliver_leftovers(cfg, n)
     if errors:
         raise RolloutWorkerError("; ".join(errors))
     return outcomes
+
+
+def worker_id(cfg: RolloutConfig, idx: int) -> str:
+    """The recorder (spool) id of worker ``idx`` of a run."""
+    return f"rollout-{cfg.run_id}-{idx}"
+
+
+def _deliver_leftovers(cfg: RolloutConfig, n: int, timeout_s: float = 15.0) -> None:
+    """Send what stopped or crashed workers left in their spools (their ids are never reused)."""
+    import logging
+
+    from ingest.recorder import EpisodeRecorder
+    from schemas.errors import TrajlakeError
+
+    for idx in range(n):
+        spool = Path(cfg.home) / "spool" / worker_id(cfg, idx)
+        if not any(spool.glob("seg-*.log")):
+            continue
+        try:
+            rec = EpisodeRecorder.open(
+                bootstrap=cfg.bootstrap,
+                home=Path(cfg.home),
+                worker_id=worker_id(cfg, idx),
+                topic=cfg.topic,
+                delivery="inline",
+            )
+            try:
+                rec.flush(timeout=timeout_s)
+            finally:
+                rec.close(timeout=1)
+        except (TrajlakeError, OSError) as exc:
+            logging.getLogger(__name__).warning("%s; `trajlake spool drain` sends it later", exc)
 
 
 def _collect(

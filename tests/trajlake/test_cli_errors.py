@@ -330,10 +330,13 @@ def test_ctrl_c_during_rollouts_stops_the_workers_without_a_traceback(
 ) -> None:  # fmt: skip
     script = tmp_path / "slow.yaml"
     script.write_text(yaml.safe_dump({"*": [{"bash": "echo started; sleep 60"}]}))
+    topic = f"ctrl-c.{os.getpid()}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
     e = {
         **os.environ,
         "TRAJLAKE_HOME": str(tmp_path / "home"),
         "TRAJLAKE_KAFKA_BOOTSTRAP": kafka.bootstrap,
+        "TRAJLAKE_TOPIC_EPISODES": topic,
         "TRAJLAKE_IMAGE_STORE": str(sandbox_config.image_store),
         "TRAJLAKE_SANDBOX_RUNTIME_DIR": str(sandbox_config.runtime_dir),
         "COLUMNS": "200",
@@ -355,3 +358,11 @@ def test_ctrl_c_during_rollouts_stops_the_workers_without_a_traceback(
     out, err = p.communicate(timeout=120)
     assert p.returncode == int(ExitCode.INTERRUPTED), out + err
     assert "interrupted" in err and "Traceback" not in out + err
+    # the episodes in flight ended as aborted, and every recorded event reached the log
+    assert not list(spool.glob("*/seg-*.log")), "a stopped worker left events behind"
+    from ingest.log_reader import read_events
+
+    ends = [
+        r.event for r in read_events(kafka.bootstrap, topic) if r.event and r.event.type == "episode_ended"
+    ]
+    assert len(ends) == 2 and {e.payload.status for e in ends} == {"aborted"}  # type: ignore[union-attr]
