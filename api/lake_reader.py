@@ -308,6 +308,16 @@ class LakeReader:
 
         return self._derived.get((name, version, "row_count"), count)
 
+    def problems(self, name: str) -> list[str]:
+        """Damage in ``name``'s log or files right now (not cached: a deleted file changes no version)."""
+        from pipelines.lake_check import check_table
+
+        try:
+            self.latest(name)
+        except LakeUnavailableError as exc:
+            return [str(exc)]
+        return check_table(self.lake, name).problems
+
     def clear(self) -> None:
         """Drop everything cached (the next request reads from the lake again)."""
         for lru in (self._snapshots, self._derived, self._rows):

@@ -40,10 +40,14 @@ class ErrorPublic(PublicModel):
 
 
 class HealthPublic(PublicModel):
-    """The service is up."""
+    """The service is up; ``damaged`` names the tables whose log or files are damaged (then 503)."""
 
     status: str = "ok"
     tables: int = Field(description="Tables the lake has now.")
+    damaged: list[str] = Field(
+        default_factory=list, description="Damaged tables (empty: the lake is intact)."
+    )
+    fix: str | None = Field(default=None, description="What to do about the damage.")
 
 
 class TableBase(PublicModel):
@@ -52,6 +56,9 @@ class TableBase(PublicModel):
     exists: bool
     version: int | None = Field(description="Current Delta version (null: the table does not exist yet).")
     rows: int | None = Field(description="Rows at that version (from the Delta log's file statistics).")
+    problems: list[str] = Field(
+        default_factory=list, description="Damage found in its log or files (then ``rows`` is null)."
+    )
 
 
 class TablePublic(TableBase):

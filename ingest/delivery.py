@@ -22,9 +22,10 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from ingest.errors import DeliveryTimeoutError, IngestError, SinkError
+from ingest.errors import DeliveryTimeoutError, IngestError, SinkError, SinkRejectedError
+from ingest.kafka_sink import is_rejection
 from ingest.sink import EventSink, Receipt
-from ingest.spool import Segment, Spool
+from ingest.spool import Damage, Segment, Spool
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,24 @@ class DeliveryStats:
     """Times a stalled sink was reset."""
     extra_abandoned: int = 0
     """In-flight records abandoned by sink resets (re-sent from the spool)."""
+    damaged: int = 0
+    """Damaged byte ranges found in the spool (quarantined; the intact records around them delivered)."""
+    damaged_bytes: int = 0
+    """Bytes in those ranges."""
+    torn: int = 0
+    """Torn tails found (a crash mid-append; nothing acknowledged was in them)."""
+    rejected: int = 0
+    """Records Kafka refused for good, quarantined."""
+
+
+def count_damage(stats: DeliveryStats, found: list[Damage]) -> None:
+    """Add what a spool's recovery quarantined to ``stats``."""
+    for d in found:
+        if d.kind == "torn":
+            stats.torn += 1
+        elif d.kind == "damaged":
+            stats.damaged += 1
+            stats.damaged_bytes += d.size
 
 
 class SpooledDelivery:
@@ -98,6 +117,7 @@ class SpooledDelivery:
         self._closed = False
         self._since_reap = 0
         recovered = spool.recover()
+        count_damage(self.stats, spool.damage_found)
         if recovered:
             self.stats.recovered = len(recovered)
             self._healthy = False
@@ -115,8 +135,11 @@ class SpooledDelivery:
         return self._healthy
 
     def partition_for(self, topic: str, key: bytes) -> int | None:
-        """The partition the sink maps ``key`` to (``None`` when unknown)."""
-        return self.sink.partition_for(topic, key)
+        """The partition the sink maps ``key`` to (``None`` when unknown).
+
+        ``None`` while degraded too: asking a sink that is down would block the caller on metadata.
+        """
+        return self.sink.partition_for(topic, key) if self._healthy else None
 
     def submit(self, topic: str, key: bytes, value: bytes, *, partition: int | None = None) -> None:
         """Durably record one record, then hand it to the sink if it is healthy.
@@ -133,6 +156,9 @@ class SpooledDelivery:
                 return
             try:
                 receipt = self.sink.send(topic, key, value, partition=partition)
+            except SinkRejectedError as exc:
+                self._set_aside(seg, pos, exc)
+                return
             except SinkError as exc:
                 self._degrade(exc)
                 self._backlog.append((seg, pos, partition))
@@ -169,6 +195,8 @@ class SpooledDelivery:
                     acked_seg, acked_n = seg, 0
                 acked_n += 1
                 self.stats.acknowledged += 1
+            elif is_rejection(receipt.exception):
+                self._set_aside(seg, pos, receipt.exception)
             else:
                 self.stats.failed += 1
                 self._failed.append((seg, pos, partition))
@@ -176,6 +204,18 @@ class SpooledDelivery:
         if acked_seg is not None:
             self.spool.ack(acked_seg, acked_n)
         # Records whose receipts are done behind a pending head are settled next time.
+
+    def _set_aside(self, seg: Segment, pos: int, exc: BaseException) -> None:
+        """A record Kafka refuses for good: quarantined and counted, never retried forever."""
+        try:
+            self.spool.set_aside(seg, pos, f"kafka: {exc}")
+        except IngestError:
+            log.exception("cannot set aside the refused record %s:%d; it stays in the spool", seg.path, pos)
+            return
+        self.stats.rejected += 1
+        log.error(
+            "Kafka refused the record at %s:%d for good (%s); kept in quarantine", seg.path.name, pos, exc
+        )
 
     def _stalled(self) -> bool:
         # Caller holds the lock.
@@ -271,6 +311,9 @@ class SpooledDelivery:
                 partition = self.sink.partition_for(rec.topic, rec.key)
             try:
                 receipt = self.sink.send(rec.topic, rec.key, rec.value, partition=partition)
+            except SinkRejectedError as exc:
+                self._set_aside(seg, pos, exc)
+                continue
             except SinkError:
                 return i
             with self._lock:

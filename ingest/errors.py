@@ -24,12 +24,27 @@ class SpoolFullError(SpoolError, InfraError):
     """
 
 
+class SpoolDiskFullError(SpoolError, InfraError):
+    """No disk space for the spool: the record was not recorded; recording resumes once space is freed."""
+
+
+class RecordTooLargeError(IngestError, ValueError):
+    """A record is over the size limit the spool, the producers and the broker carry (16 MiB)."""
+
+
 class SinkError(IngestError, InfraError):
     """The event sink (Kafka) failed."""
 
 
 class SinkUnavailableError(SinkError, UnavailableError):
     """The sink cannot take events right now (broker down, metadata unavailable)."""
+
+
+class SinkRejectedError(SinkError):
+    """Kafka refuses a record for good (over the broker's size limit, an invalid topic).
+
+    Retrying the same bytes cannot succeed; the record is kept in the spool's quarantine and counted.
+    """
 
 
 class DeliveryTimeoutError(IngestError):

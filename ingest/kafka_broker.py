@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.errors import BrokerError, BrokerUnavailableError, SinkUnavailableError
+from ingest.kafka_sink import MAX_MESSAGE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +247,9 @@ class EmbeddedKafka:
             # The log is the source of truth: keep it (replay reads from offset 0).
             "log.retention.ms": "-1",
             "log.retention.bytes": "-1",
-            "message.max.bytes": str(8 << 20),
+            # the largest record the spool takes (16 MiB) plus batch framing; replicas fetch it whole
+            "message.max.bytes": str(MAX_MESSAGE_BYTES),
+            "replica.fetch.max.bytes": str(MAX_MESSAGE_BYTES),
         }
         path = self.dir / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))

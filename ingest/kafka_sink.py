@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +24,28 @@ from kafka import KafkaProducer
 from kafka import errors as kafka_errors
 from kafka.partitioner.default import murmur2
 
-from ingest.errors import SinkError, SinkUnavailableError
+from ingest.errors import SinkError, SinkRejectedError, SinkUnavailableError
 from ingest.sink import EventSink, Receipt
+from ingest.spool import MAX_VALUE_BYTES
 
 log = logging.getLogger(__name__)
+
+
+MAX_MESSAGE_BYTES = MAX_VALUE_BYTES + (1 << 20)
+"""Largest Kafka message (record plus batch framing) producers send and the broker accepts."""
+METADATA_RETRY_S = 5.0
+"""After a failed metadata lookup, partitions are not asked for again for this long."""
+
+
+def is_rejection(exc: BaseException) -> bool:
+    """Whether Kafka refused a record for good (retrying the same bytes cannot succeed)."""
+    permanent = tuple(
+        getattr(kafka_errors, name)
+        for name in ("MessageSizeTooLargeError", "RecordTooLargeError", "InvalidTopicError",
+                     "RecordListTooLargeError", "InvalidRecordError", "CorruptRecordError")
+        if hasattr(kafka_errors, name)
+    )  # fmt: skip
+    return isinstance(exc, (SinkRejectedError, *permanent))
 
 
 def partition_of(key: bytes, num_partitions: int) -> int:
@@ -56,6 +75,8 @@ class KafkaSinkConfig:
     """Client id reported to the broker."""
     api_version: tuple[int, ...] | None = None
     """Pin the protocol version instead of probing (``None`` probes)."""
+    max_request_bytes: int = MAX_MESSAGE_BYTES
+    """Largest request the producer sends: fits the largest record the spool takes."""
 
 
 class KafkaSink(EventSink):
@@ -70,6 +91,9 @@ class KafkaSink(EventSink):
         self._producer: KafkaProducer | None = None
         self._lock = threading.Lock()
         self._partitions: dict[str, int] = {}
+        self._metadata_retry_at: dict[str, float] = {}
+        self.metadata_lookups = 0
+        """Partition lookups that asked Kafka (each may wait up to ``max_block_ms``)."""
 
     def _kwargs(self) -> dict[str, Any]:
         c = self.config
@@ -85,6 +109,7 @@ class KafkaSink(EventSink):
             max_block_ms=c.max_block_ms,
             max_in_flight_requests_per_connection=5,
             client_id=c.client_id or f"trajlake-{socket.gethostname()}",
+            max_request_size=c.max_request_bytes,
             bootstrap_timeout_ms=min(c.max_block_ms, 10_000),
             metrics_enabled=False,
         )
@@ -115,17 +140,23 @@ class KafkaSink(EventSink):
         except kafka_errors.IllegalStateError as exc:
             raise SinkUnavailableError(f"Kafka producer closed: {exc}") from exc
         except kafka_errors.KafkaError as exc:
+            if is_rejection(exc):
+                raise SinkRejectedError(f"Kafka refuses the record for good: {exc}") from exc
             raise SinkError(f"Kafka send failed: {exc}") from exc
         return future
 
     def partition_for(self, topic: str, key: bytes) -> int | None:
         n = self._partitions.get(topic)
         if n is None:
+            if time.monotonic() < self._metadata_retry_at.get(topic, 0.0):
+                return None  # asked recently and Kafka did not say: do not block every caller on it
+            self.metadata_lookups += 1
             try:
                 parts = self._get().partitions_for(topic)
             except (kafka_errors.KafkaError, SinkUnavailableError):
-                return None
+                parts = None
             if not parts:
+                self._metadata_retry_at[topic] = time.monotonic() + METADATA_RETRY_S
                 return None
             n = self._partitions[topic] = len(parts)
         return partition_of(key, n)

@@ -9,6 +9,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 
 from ingest.errors import SinkUnavailableError
+from ingest.kafka_sink import MAX_MESSAGE_BYTES
 from schemas.codec import parse_event
 from schemas.errors import SchemaError
 from schemas.events import Event
@@ -61,7 +62,7 @@ def read_log(
             bootstrap_servers=bootstrap.split(","),
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            max_partition_fetch_bytes=8 << 20,
+            max_partition_fetch_bytes=2 * MAX_MESSAGE_BYTES,
             fetch_max_bytes=64 << 20,
             request_timeout_ms=30000,
         )

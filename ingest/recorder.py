@@ -158,16 +158,19 @@ class EpisodeRecorder:
         spool = Spool(
             Path(home) / "spool" / worker_id,
             max_bytes=spool_max_bytes,
-            segment_bytes=min(8 << 20, spool_max_bytes),
             full_timeout_s=spool_full_timeout_s,
             fsync=fsync,
         )
         cfg = sink_config or KafkaSinkConfig(bootstrap_servers=bootstrap, client_id=f"trajlake-{worker_id}")
         chosen: SpooledDelivery | ShippedDelivery
-        if sink is not None or delivery == "inline":
-            chosen = SpooledDelivery(spool, sink or KafkaSink(cfg))
-        else:
-            chosen = ShippedDelivery(spool, cfg)
+        try:
+            if sink is not None or delivery == "inline":
+                chosen = SpooledDelivery(spool, sink or KafkaSink(cfg))
+            else:
+                chosen = ShippedDelivery(spool, cfg)
+        except BaseException:
+            spool.close()  # a failed open must not keep the spool's lock (a retry would be refused)
+            raise
         blobs = kwargs.pop("blobs", None) or BlobStore(str(Path(home) / "blobs"))
         return cls(chosen, worker_id=worker_id, topic=topic, blobs=blobs, **kwargs)
 
@@ -590,9 +593,11 @@ class Episode:
                 payload.__pydantic_serializer__.to_json(payload),
             )
             if not self._partition_known:
+                # asked once per episode: unknown (a broker that is down) leaves the choice to the
+                # sink, which maps the key the same way; asking again would wait on metadata
                 rec = self.recorder
                 self._partition = rec.delivery.partition_for(rec.topic, self._key)
-                self._partition_known = self._partition is not None
+                self._partition_known = True
             self.recorder.delivery.submit(self.recorder.topic, self._key, value, partition=self._partition)
             self.seq += 1
             if self.events is not None:

@@ -44,18 +44,31 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.delivery import DeliveryStats
-from ingest.errors import DeliveryTimeoutError, SinkError
-from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
+from ingest.delivery import DeliveryStats, count_damage
+from ingest.errors import DeliveryTimeoutError, SinkError, SinkRejectedError, SpoolError
+from ingest.kafka_sink import KafkaSink, KafkaSinkConfig, is_rejection
 from ingest.sink import Receipt
-from ingest.spool import Spool, lock_file, lock_is_free, parse_records, segment_numbers, segment_path
+from ingest.spool import (
+    HEADER_SIZE,
+    Damage,
+    Spool,
+    lock_file,
+    lock_is_free,
+    quarantine,
+    scan_frames,
+    segment_numbers,
+    segment_path,
+)
 
 log = logging.getLogger(__name__)
 
 PROGRESS = "SHIPPED"
 SHIPPER_LOCK = "SHIPPER.lock"
 SHIPPER_LOG = "shipper.log"
-READ_CHUNK = 256 << 10
+READ_AHEAD = 256 << 10
+"""Bytes read at a time from a segment still being written (a larger frame is read whole)."""
+ORPHAN_TIMEOUT_S = 300.0
+"""A shipper whose worker is gone gives up after its bootstrap stayed unreachable this long."""
 
 
 @dataclass
@@ -82,6 +95,21 @@ class Progress:
     """The last delivery error."""
     pid: int = 0
     """The shipper's process id."""
+    bootstrap: str = ""
+    """The Kafka bootstrap servers this shipper sends to."""
+    damaged: int = 0
+    """Damaged byte ranges found and quarantined by this shipper (intact records after them were sent)."""
+    damaged_bytes: int = 0
+    """Bytes in those ranges."""
+    torn: int = 0
+    """Torn tails found (a crash mid-append: nothing acknowledged was in them)."""
+    rejected: int = 0
+    """Records Kafka refused for good (e.g. over the broker's size limit), quarantined."""
+    truncated: int = 0
+    """Sealed segments found cut short (their seal missing): what was after the cut is gone."""
+    gave_up: bool = False
+    """The worker was gone and Kafka unreachable past the orphan timeout: the spool is left for
+    ``trajlake spool drain``."""
 
     @classmethod
     def read(cls, directory: Path) -> Progress | None:
@@ -92,11 +120,22 @@ class Progress:
         except (OSError, ValueError, TypeError):
             return None
 
-    def write(self, directory: Path) -> None:
-        """Write atomically (readers never see a torn file)."""
+    def write(self, directory: Path) -> bool:
+        """Write atomically (readers never see a torn file); False when the disk refused it.
+
+        A full disk must not stop shipping (acknowledged records are in Kafka, the file only
+        tells the worker so): the caller keeps the progress and writes it again later.
+        """
         tmp = directory / f".{PROGRESS}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(asdict(self)))
-        tmp.replace(directory / PROGRESS)
+        try:
+            tmp.write_text(json.dumps(asdict(self)))
+            tmp.replace(directory / PROGRESS)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            log.warning("cannot write shipper progress to %s (%s); will retry", directory, exc)
+            return False
+        return True
 
 
 # ================================================================== the shipper
@@ -112,6 +151,8 @@ class Shipper:
         stall_timeout_s: no acknowledgement progress for this long with records
             in flight resets the producer and rewinds.
         retry_interval_s: back-off while Kafka is unreachable.
+        orphan_timeout_s: once the worker is gone, how long Kafka may stay unreachable before
+            the shipper gives up and exits (the spool stays for ``trajlake spool drain``).
     """
 
     def __init__(
@@ -122,14 +163,16 @@ class Shipper:
         poll_interval_s: float = 0.003,
         stall_timeout_s: float = 15.0,
         retry_interval_s: float = 0.5,
+        orphan_timeout_s: float = ORPHAN_TIMEOUT_S,
     ) -> None:
         self.directory = Path(directory)
         self.sink = KafkaSink(config)
         self.poll_interval_s = poll_interval_s
         self.stall_timeout_s = stall_timeout_s
         self.retry_interval_s = retry_interval_s
+        self.orphan_timeout_s = orphan_timeout_s
         prev = Progress.read(self.directory)
-        self.progress = Progress(pid=os.getpid())
+        self.progress = Progress(pid=os.getpid(), bootstrap=config.bootstrap_servers)
         if prev is not None:
             self.progress.segment, self.progress.offset, self.progress.count = (
                 prev.segment,
@@ -146,6 +189,7 @@ class Shipper:
         self._dirty = True
         self._stop = False
         self._part_cache: tuple[bytes, int | None] = (b"", None)
+        self._truncated: set[int] = set()
 
     # ------------------------------------------------------------- reading
 
@@ -156,45 +200,93 @@ class Shipper:
     def _worker_gone(self) -> bool:
         return lock_is_free(self.directory / "LOCK")
 
+    def _read(self, path: Path, final: bool) -> tuple[bytes, bool]:
+        """The bytes of ``path`` after the read position.
+
+        All of them when the segment is final (a sealed segment is bounded), else a read-ahead
+        window grown to hold a whole frame.
+        """
+        try:
+            with open(path, "rb") as fh:
+                fd = fh.fileno()
+                if final:
+                    return os.pread(fd, max(0, os.fstat(fd).st_size - self._off), self._off), True
+                if not any(os.pread(fd, HEADER_SIZE, self._off)):
+                    return b"", False  # nothing written after the read position yet: an idle poll
+                data = os.pread(fd, READ_AHEAD, self._off)
+                scan = scan_frames(data, self._off, final=False)
+                if scan.need and scan.stop + scan.need > self._off + len(data):
+                    data = os.pread(fd, scan.stop - self._off + scan.need, self._off)
+                return data, False
+        except FileNotFoundError:
+            return b"", final
+
+    def _keep_damage(self, damage: list[Damage], data: bytes) -> None:
+        p = self.progress
+        for d in damage:
+            quarantine(self.directory, self._seg, d, data[d.start - self._off : d.end - self._off],
+                       found_by="shipper")  # fmt: skip
+            if d.kind == "torn":
+                p.torn += 1
+            else:
+                p.damaged += 1
+                p.damaged_bytes += d.size
+            log.warning("%s %s bytes %d..%d kept in %s/quarantine", "torn tail of" if d.kind == "torn"
+                        else "damaged range in", segment_path(self.directory, self._seg).name, d.start, d.end,
+                        self.directory)  # fmt: skip
+            self._dirty = True
+
     def _read_more(self) -> int:
-        """Send the complete records after the read position; return how many."""
+        """Send the intact records after the read position; return how many.
+
+        A segment is left only once it is final and scanned to its end, so a record of any size
+        (up to the limit) is sent, and damage is skipped frame by frame, its bytes kept in the
+        spool's quarantine before the read position passes it.
+        """
         if self._seg < 0 or not segment_path(self.directory, self._seg).exists():
             nxt = self._next_segment(self._seg)
             if nxt is None:
                 return 0
             self._seg, self._off, self._cnt = nxt, 0, 0
         path = segment_path(self.directory, self._seg)
-        try:
-            with open(path, "rb") as fh:
-                data = os.pread(fh.fileno(), READ_CHUNK, self._off)
-        except FileNotFoundError:
-            data = b""
-        records, _ = parse_records(data, self._off)
-        if not records:
-            # Nothing complete here: if the segment is final, move on.
-            nxt = self._next_segment(self._seg)
-            if nxt is not None:
-                # Final (n+1 exists): read once more for records written just before sealing.
-                with contextlib.suppress(FileNotFoundError), open(path, "rb") as fh:
-                    records, _ = parse_records(os.pread(fh.fileno(), READ_CHUNK, self._off), self._off)
-                if not records:
-                    self._seg, self._off, self._cnt = nxt, 0, 0
-                    return self._read_more()
-            if not records:
-                return 0
-        for end, topic, key, value in records:
+        later = self._next_segment(self._seg) is not None
+        data, final = self._read(path, later or self._worker_gone())
+        scan = scan_frames(data, self._off, final=final, sealed_expected=later)
+        self._keep_damage(scan.damage, data)
+        if scan.missing_seal and self._seg not in self._truncated:
+            self._truncated.add(self._seg)
+            self.progress.truncated += 1
+            self._dirty = True
+            log.warning("%s has no seal: the file was truncated (records after %d are gone)", path.name,
+                        scan.stop)  # fmt: skip
+        for f in scan.frames:
             ck, cp = self._part_cache
-            if key != ck:
-                cp = self.sink.partition_for(topic, key)
-                self._part_cache = (key, cp)
-            receipt = self.sink.send(topic, key, value, partition=cp)
+            if f.key != ck:
+                cp = self.sink.partition_for(f.topic, f.key)
+                self._part_cache = (f.key, cp)
+            try:
+                receipt = self.sink.send(f.topic, f.key, f.value, partition=cp)
+            except SinkRejectedError as exc:
+                receipt = _Rejected(exc)
             self._cnt += 1
             if not self._pending:
                 self._last_progress = time.monotonic()
-            self._pending.append((receipt, self._seg, end, self._cnt))
-            self._off = end
+            self._pending.append((receipt, self._seg, f.end, self._cnt))
+            self._off = f.end
             self.progress.sent += 1
-        return len(records)
+        self._off = max(self._off, scan.stop)
+        if final and (scan.sealed or self._off >= self._file_end(path)) and not scan.frames:
+            nxt = self._next_segment(self._seg)
+            if nxt is not None:
+                self._seg, self._off, self._cnt = nxt, 0, 0
+                return self._read_more()
+        return len(scan.frames)
+
+    def _file_end(self, path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except FileNotFoundError:
+            return 0
 
     # ------------------------------------------------------------- acks
 
@@ -202,10 +294,12 @@ class Shipper:
         p = self.progress
         while self._pending and self._pending[0][0].is_done:
             receipt, seg, end, cnt = self._pending.popleft()
-            if receipt.exception is not None:
+            if receipt.exception is not None and not _rejected(receipt.exception):
                 p.failed += 1
                 p.error = f"{type(receipt.exception).__name__}: {receipt.exception}"
                 raise SinkError(p.error)
+            if receipt.exception is not None:
+                self._keep_rejected(seg, end, receipt.exception)
             p.segment, p.offset, p.count = seg, end, cnt
             p.acknowledged += 1
             self._last_progress = time.monotonic()
@@ -213,12 +307,29 @@ class Shipper:
         if self._pending and time.monotonic() - self._last_progress > self.stall_timeout_s:
             raise SinkError(f"no acknowledgement for {self.stall_timeout_s}s")
 
+    def _keep_rejected(self, seg: int, end: int, exc: BaseException) -> None:
+        """A record Kafka refuses for good: keep it in the quarantine, count it, go on."""
+        path = segment_path(self.directory, seg)
+        try:
+            with open(path, "rb") as fh:
+                data = os.pread(fh.fileno(), end, 0)
+        except FileNotFoundError:
+            return
+        frame = next((f for f in scan_frames(data, final=True).frames if f.end == end), None)
+        if frame is None:
+            return
+        d = Damage(frame.position, frame.end, "rejected", 1)
+        quarantine(self.directory, seg, d, data[frame.position : frame.end], found_by=f"kafka: {exc}")
+        self.progress.rejected += 1
+        log.error("Kafka refused the record at %s:%d for good (%s); kept in quarantine", path.name,
+                  frame.position, exc)  # fmt: skip
+
     def _publish(self, force: bool = False) -> None:
         now = time.monotonic()
         if self._dirty and (force or now - self._last_written >= 0.005):
-            self.progress.write(self.directory)
+            if self.progress.write(self.directory):
+                self._dirty = False
             self._last_written = now
-            self._dirty = False
 
     def _rewind(self, why: BaseException) -> None:
         """Drop everything in flight; resume from the acknowledged position."""
@@ -237,7 +348,19 @@ class Shipper:
         self._dirty = True
         self._seg, self._off, self._cnt = p.segment, p.offset, p.count
         self._publish(force=True)
+        down_since = time.monotonic()
         while not self._stop and not self.sink.probe():
+            if time.monotonic() - down_since > self.orphan_timeout_s and self._worker_gone():
+                p.gave_up = True
+                p.error = (
+                    f"Kafka at {self.sink.config.bootstrap_servers} unreachable for "
+                    f"{self.orphan_timeout_s:g} s and the worker is gone; the spool is left for "
+                    "`trajlake spool drain`"
+                )
+                log.error("%s", p.error)
+                self._dirty = True
+                self._stop = True
+                break
             time.sleep(self.retry_interval_s)
 
     # ------------------------------------------------------------- main loop
@@ -260,8 +383,10 @@ class Shipper:
             self._reap()
             if self._pending:
                 return False
+            # Every segment up to the read position is done: its records acknowledged, its damage
+            # (if any) kept in the quarantine.
             for n in segment_numbers(self.directory):
-                if n <= self.progress.segment:
+                if n <= max(self.progress.segment, self._seg):
                     segment_path(self.directory, n).unlink(missing_ok=True)
             self._publish(force=True)
             return True
@@ -284,6 +409,15 @@ class Shipper:
             except SinkError as exc:
                 self._rewind(exc)
                 continue
+            except SpoolError as exc:
+                # damaged bytes that cannot be kept yet (a full disk): never pass them, never crash
+                # (a restarted shipper would re-send from its last written progress); try again
+                self.progress.error = str(exc)
+                self._dirty = True
+                self._publish()
+                log.warning("%s; retrying", exc)
+                time.sleep(self.retry_interval_s)
+                continue
             self._publish()
             if n == 0:
                 idle_checks += 1
@@ -300,12 +434,26 @@ class Shipper:
         self._stop = True
 
 
+class _Rejected:
+    """The receipt of a record the sink refused at once, for good."""
+
+    is_done = True
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exception: BaseException | None = exc
+
+
+def _rejected(exc: BaseException) -> bool:
+    return isinstance(exc, SinkRejectedError) or is_rejection(exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: ``python -m ingest.shipper SPOOL_DIR --config JSON``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("directory", type=Path)
     ap.add_argument("--config", default="{}", help="KafkaSinkConfig fields as JSON")
     ap.add_argument("--stall-timeout", type=float, default=15.0)
+    ap.add_argument("--orphan-timeout", type=float, default=ORPHAN_TIMEOUT_S)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.ERROR)
@@ -316,7 +464,12 @@ def main(argv: list[str] | None = None) -> int:
     if not lock_file(fd, 2.0):
         log.info("another shipper serves %s", args.directory)
         return 0
-    shipper = Shipper(args.directory, KafkaSinkConfig(**cfg), stall_timeout_s=args.stall_timeout)
+    shipper = Shipper(
+        args.directory,
+        KafkaSinkConfig(**cfg),
+        stall_timeout_s=args.stall_timeout,
+        orphan_timeout_s=args.orphan_timeout,
+    )
     signal.signal(signal.SIGTERM, shipper.stop)
     log.info(
         "shipping %s (pid %d) from %s:%d",
@@ -359,18 +512,23 @@ class ShippedDelivery:
         *,
         poll_interval_s: float = 0.005,
         stall_timeout_s: float = 15.0,
+        orphan_timeout_s: float = ORPHAN_TIMEOUT_S,
     ) -> None:
         self.spool = spool
         self.config = config
         self.poll_interval_s = poll_interval_s
         self.stall_timeout_s = stall_timeout_s
+        self.orphan_timeout_s = orphan_timeout_s
         self.stats = DeliveryStats()
         self.shipper_progress: Progress | None = None
         spool.recover()  # counts the records earlier processes left (the shipper sends them)
+        count_damage(self.stats, spool.damage_found)
         self._apply(Progress.read(spool.directory))
         self.stats.recovered = spool.pending
         self._closed = False
         self._proc: subprocess.Popen[bytes] | None = None
+        self._restarts = 0
+        self._next_start = 0.0
         self._ensure_shipper()
         self._thread = threading.Thread(target=self._follow, name="trajlake-shipped", daemon=True)
         self._thread.start()
@@ -380,8 +538,28 @@ class ShippedDelivery:
     def _ensure_shipper(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
             return  # ours runs (or is starting)
+        now = time.monotonic()
+        if now < self._next_start:
+            return  # it died recently: back off instead of restarting it in a loop
+        if self._proc is not None:
+            self._restarts += 1
+            log.warning("the shipper of %s exited (%s); starting another (log: %s)", self.spool.directory,
+                        self._proc.returncode, self.spool.directory / SHIPPER_LOG)  # fmt: skip
+        self._next_start = now + min(30.0, 0.5 * 2**self._restarts)
         if shipper_alive(self.spool.directory):
-            return  # another one serves this spool (e.g. still shipping a dead worker's records)
+            other = Progress.read(self.spool.directory)
+            if other is None or not other.bootstrap or other.bootstrap == self.config.bootstrap_servers:
+                return  # another one serves this spool (e.g. still shipping a dead worker's records)
+            # an orphan sending somewhere else (an old configuration): it would keep ours out forever
+            log.warning("the shipper of %s (pid %d) sends to %s, not %s; stopping it", self.spool.directory,
+                        other.pid, other.bootstrap, self.config.bootstrap_servers)  # fmt: skip
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(other.pid, signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while shipper_alive(self.spool.directory) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if shipper_alive(self.spool.directory):
+                return  # it did not go: the next check tries again
         cfg = {k: v for k, v in asdict(self.config).items() if v is not None}
         logf = open(self.spool.directory / SHIPPER_LOG, "ab")  # noqa: SIM115 - owned by the child
         try:
@@ -395,6 +573,8 @@ class ShippedDelivery:
                     json.dumps(cfg),
                     "--stall-timeout",
                     str(self.stall_timeout_s),
+                    "--orphan-timeout",
+                    str(self.orphan_timeout_s),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=logf,
@@ -478,6 +658,7 @@ class ShippedDelivery:
         if p is not None:
             self.stats.failed = p.failed
             self.stats.sink_resets = p.resets
+            self.stats.rejected = p.rejected
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Flush (best effort) and release the spool; the shipper then exits.

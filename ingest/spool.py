@@ -9,36 +9,80 @@ recovery are expected here; ``event_id`` removes them downstream.
 
 Layout: ``<dir>/LOCK`` (held with ``flock`` by the owning process) and segment
 files ``<dir>/seg-<n>.log``, each preallocated (``posix_fallocate``, so a full
-disk is an error at allocation rather than a SIGBUS on write) and memory-mapped:
-an append is a memory copy, no system call, and survives the process being
-killed. A record is ``<body_len:u32><crc32:u32><topic_len:u16><key_len:u16>``
-followed by ``topic + key + value``. A torn record at the end of a segment (the
-process died mid-write) fails its length or CRC check, and the zeroed
-preallocated tail reads as a zero length; both end the segment and are ignored:
-an ``append`` that did not return never recorded anything.
+disk is an error when a segment is opened, never a SIGBUS on write) and
+memory-mapped: an append is a memory copy, no system call, and survives the
+process being killed. A segment's size follows the spool's bound (a quarter of
+``max_bytes``, at most ``segment_bytes``), so a small spool rotates; a record
+larger than a segment gets a segment of its own.
+
+**Frames.** Every byte that matters is checked. A record is the frame
+``MAGIC(4) crc32c(4) body_len(u32) topic_len(u16) key_len(u16) topic key value``:
+the CRC (Castagnoli) covers the three lengths and the whole body, and the
+4-byte magic is a sync marker. A reader that meets bytes that are not a valid
+frame (a flipped bit, a zeroed page, a truncated record) looks for the next
+magic that starts a valid frame, keeps every intact record after the damage,
+and reports the damaged byte range (:class:`FrameScan`); the spool copies those
+bytes to ``<dir>/quarantine/`` with a line in its ``index.jsonl`` before the
+segment can ever be deleted (:func:`quarantine`). A sealed segment ends with a
+``SEAL`` frame (the count of its records), so damage at the end of a sealed
+segment is told apart from the torn tail a crash leaves in the segment that was
+being written (an append that never returned: nothing acknowledged is in it).
 
 Acknowledgements are counted per segment; a segment is deleted once it is sealed
 (full, or closed) and every record in it is acknowledged.
+
+Limits: a value is at most :data:`MAX_VALUE_BYTES` (16 MiB; the broker and the
+producers are configured to carry it), a topic :data:`MAX_TOPIC_BYTES`, a key
+:data:`MAX_KEY_BYTES`. ``append`` refuses anything larger with
+:class:`RecordTooLargeError` before anything is recorded.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import errno
 import fcntl
+import json
 import mmap
 import os
+import shutil
 import struct
 import threading
 import time
-import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from ingest.errors import SpoolError, SpoolFullError, SpoolLockedError
+from crc32c import crc32c
 
-_HEADER = struct.Struct("<IIHH")
+from ingest.errors import (
+    RecordTooLargeError,
+    SpoolDiskFullError,
+    SpoolError,
+    SpoolFullError,
+    SpoolLockedError,
+)
+
+MAGIC = b"\xd7TLr"
+"""Starts every frame; a reader re-synchronises on it after damage."""
+_HEADER = struct.Struct("<4sIIHH")
+HEADER_SIZE = _HEADER.size
+_LENGTHS = struct.Struct("<IHH")
+MAX_VALUE_BYTES = 16 << 20
+"""Largest record value (an event's wire bytes) the spool, the producers and the broker carry."""
+MAX_TOPIC_BYTES = 249
+"""Kafka's own bound on a topic name."""
+MAX_KEY_BYTES = 4096
+"""Largest key (episode ids are 36 bytes)."""
+MAX_BODY_BYTES = MAX_VALUE_BYTES + MAX_TOPIC_BYTES + MAX_KEY_BYTES
+_SEAL = b"SEAL"
+_SEAL_BODY = struct.Struct("<4sQ")
+QUARANTINE_DIR = "quarantine"
+MIN_SEGMENT_BYTES = 64 << 10
+
 FsyncPolicy = Literal["never", "interval", "always"]
+DamageKind = Literal["damaged", "torn", "rejected"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +92,62 @@ class SpoolRecord:
     segment: Segment
     """The segment holding it."""
     position: int
-    """Byte offset of the record's header in the segment file."""
+    """Byte offset of the record's frame in the segment file."""
     topic: str
     """Destination topic."""
     key: bytes
     """Kafka key."""
     value: bytes
     """Kafka value (the event's wire bytes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One intact record frame found by :func:`scan_frames`."""
+
+    position: int
+    """Offset of its magic."""
+    end: int
+    """Offset just after it."""
+    topic: str
+    key: bytes
+    value: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """A byte range that holds no valid frame, between or after intact ones."""
+
+    start: int
+    end: int
+    kind: DamageKind
+    """``damaged`` (intact frames follow it, or the segment was sealed) or ``torn`` (the unsealed
+    tail a crash mid-append leaves: an append that never returned)."""
+    records_at_least: int
+    """Frames that started in the range (their magic survived); at least 1 for ``damaged``."""
+
+    @property
+    def size(self) -> int:
+        """Bytes in the range."""
+        return self.end - self.start
+
+
+@dataclass
+class FrameScan:
+    """What :func:`scan_frames` found in a piece of a segment."""
+
+    frames: list[Frame] = field(default_factory=list)
+    damage: list[Damage] = field(default_factory=list)
+    stop: int = 0
+    """Where scanning stopped: the end of the data it could judge (more may come after it)."""
+    need: int = 0
+    """When more data could complete a frame at ``stop``: the bytes from ``stop`` that frame spans."""
+    sealed: bool = False
+    """A ``SEAL`` frame was found: nothing valid follows it."""
+    sealed_count: int | None = None
+    """The number of records the seal says the segment holds."""
+    missing_seal: bool = False
+    """The segment should have been sealed (a later one exists) and has no seal: it was truncated."""
 
 
 class Segment:
@@ -78,23 +171,207 @@ class Segment:
         return f"Segment({self.path.name}, appended={self.appended}, acked={self.acked})"
 
 
+# ================================================================== frames
+
+
 def encode_record(topic: str, key: bytes, value: bytes) -> bytes:
-    """Frame one record: header + topic + key + value."""
+    """Frame one record (see the module docstring).
+
+    Raises:
+        RecordTooLargeError: the value, topic or key is over its limit.
+    """
     t = topic.encode("utf-8")
-    crc = zlib.crc32(value, zlib.crc32(key, zlib.crc32(t)))
-    return _HEADER.pack(len(t) + len(key) + len(value), crc, len(t), len(key)) + t + key + value
+    if len(value) > MAX_VALUE_BYTES:
+        raise RecordTooLargeError(
+            f"a record of {len(value):,} bytes is over the limit of {MAX_VALUE_BYTES:,} bytes (16 MiB) "
+            "that the spool, the producers and the broker carry; large texts belong in the blob store "
+            "(the recorder moves texts over 8 KiB there by itself)"
+        )
+    if not t or len(t) > MAX_TOPIC_BYTES or len(key) > MAX_KEY_BYTES:
+        raise RecordTooLargeError(
+            f"topic {topic[:60]!r} ({len(t)} bytes) or key ({len(key)} bytes) is empty or over its limit "
+            f"({MAX_TOPIC_BYTES} / {MAX_KEY_BYTES} bytes)"
+        )
+    return _frame(t, key, value)
+
+
+def _frame(t: bytes, key: bytes, value: bytes) -> bytes:
+    lengths = _LENGTHS.pack(len(t) + len(key) + len(value), len(t), len(key))
+    crc = crc32c(value, crc32c(key, crc32c(t, crc32c(lengths))))
+    return MAGIC + struct.pack("<I", crc) + lengths + t + key + value
+
+
+def _seal_frame(count: int) -> bytes:
+    return _frame(b"", b"", _SEAL_BODY.pack(_SEAL, count))
+
+
+def _frame_at(data: bytes | memoryview, pos: int) -> tuple[str, int, int, int, int, int] | None:
+    """Classify the bytes at ``pos``: ``(state, end, body_start, topic_len, key_len, crc)``.
+
+    ``state`` is ``frame`` (a valid frame ends at ``end``), ``short`` (a plausible header whose
+    frame runs past the data: ``end`` is where it would end), or ``None`` for no frame.
+    """
+    n = len(data)
+    if n - pos < HEADER_SIZE:
+        return (
+            ("short", pos + HEADER_SIZE, 0, 0, 0, 0)
+            if bytes(data[pos : pos + 4]) == MAGIC[: n - pos]
+            else None
+        )
+    magic, crc, body_len, topic_len, key_len = _HEADER.unpack_from(data, pos)
+    if magic != MAGIC or body_len > MAX_BODY_BYTES or topic_len + key_len > body_len:
+        return None
+    start = pos + HEADER_SIZE
+    end = start + body_len
+    if end > n:
+        return ("short", end, start, topic_len, key_len, crc)
+    lengths = bytes(data[pos + 8 : pos + 16])
+    if crc32c(data[start:end], crc32c(lengths)) != crc:
+        return None
+    return ("frame", end, start, topic_len, key_len, crc)
+
+
+def scan_frames(
+    data: bytes | memoryview, base: int = 0, *, final: bool, sealed_expected: bool = False
+) -> FrameScan:
+    """Find every intact frame in ``data`` (bytes of a segment from offset ``base``).
+
+    Args:
+        data: the bytes to scan.
+        base: their offset in the segment (positions in the result are segment offsets).
+        final: nothing will be appended after ``data`` (a sealed segment, a dead writer's segment,
+            or the whole file was read). When not final, an incomplete frame or unwritten (zero)
+            space at the end is where scanning stops, to be continued once more is written.
+        sealed_expected: the writer sealed this segment (a later one exists), so a tail without a
+            seal is damage (a truncated file), not the torn tail of a crash.
+
+    Returns:
+        The intact frames, the damaged ranges between and (when final) after them, and where
+        scanning stopped.
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    out = FrameScan()
+    n = len(data)
+    pos = 0
+    bad_from: int | None = None  # start of the invalid run being skipped
+    while pos < n:
+        got = _frame_at(data, pos)
+        if got is not None and got[0] == "frame":
+            _, end, start, tl, kl, _ = got
+            if bad_from is not None:
+                out.damage.append(_damage(data, base, bad_from, pos, "damaged"))
+                bad_from = None
+            body = data[start:end]
+            if tl == 0 and kl == 0 and len(body) == _SEAL_BODY.size and bytes(body[:4]) == _SEAL:
+                out.sealed = True
+                out.sealed_count = _SEAL_BODY.unpack(bytes(body))[1]
+                pos = end
+                break
+            out.frames.append(
+                Frame(base + pos, base + end, bytes(body[:tl]).decode("utf-8", "replace"),
+                      bytes(body[tl : tl + kl]), bytes(body[tl + kl :]))
+            )  # fmt: skip
+            pos = end
+            continue
+        if got is not None and got[0] == "short" and not final and bad_from is None:
+            out.need = got[1] - pos
+            break  # a frame being written (or one larger than what was read)
+        if bad_from is None and not final and not any(data[pos : min(n, pos + 64)]):
+            break  # unwritten space of a segment still being appended to
+        if bad_from is None:
+            bad_from = pos
+        nxt = data.find(MAGIC, pos + 1)
+        if nxt < 0:
+            pos = n
+            break
+        pos = nxt
+    if bad_from is not None:
+        tail = data[bad_from:pos]
+        if not final:
+            pos = bad_from  # maybe a frame being written: judge it once the segment is final
+        elif any(tail):
+            kind: DamageKind = "damaged" if out.sealed or sealed_expected else "torn"
+            # the zeros after the last written byte are preallocated space, not part of the damage
+            out.damage.append(_damage(data, base, bad_from, bad_from + len(tail.rstrip(b"\0")), kind))
+    out.stop = base + pos
+    out.missing_seal = final and sealed_expected and not out.sealed
+    if out.sealed and final and pos < n and any(data[pos:]):
+        out.damage.append(_damage(data, base, pos, n, "damaged"))  # bytes after a seal: never written by us
+        out.stop = base + n
+    return out
+
+
+def _damage(data: bytes | memoryview, base: int, start: int, end: int, kind: DamageKind) -> Damage:
+    chunk = bytes(data[start:end])
+    starts = chunk.count(MAGIC)
+    return Damage(base + start, base + end, kind, max(starts, 1) if kind == "damaged" else starts)
 
 
 def read_records(path: Path) -> Iterator[tuple[int, str, bytes, bytes]]:
-    """Yield ``(position, topic, key, value)`` for every intact record of a file.
+    """Yield ``(position, topic, key, value)`` of every intact record of a segment file.
 
-    Stops at the first torn or corrupt record (the tail a crash left behind).
+    Damaged ranges are skipped (see :func:`scan_frames`; :meth:`Spool.recover` also quarantines
+    them).
     """
-    records, _ = parse_records(path.read_bytes())
-    start = 0
-    for end, topic, key, value in records:
-        yield start, topic, key, value
-        start = end
+    for f in scan_frames(path.read_bytes(), final=True).frames:
+        yield f.position, f.topic, f.key, f.value
+
+
+# ================================================================== quarantine
+
+
+def quarantine(directory: Path, segment: int, damage: Damage, data: bytes, *, found_by: str) -> Path:
+    """Keep the bytes of a damaged range beside the spool, once, with a line in ``index.jsonl``.
+
+    Idempotent: a range already kept (a restarted shipper scanning the segment again) is not
+    written twice.
+
+    Returns:
+        The file holding the bytes.
+
+    Raises:
+        SpoolError: the bytes could not be written (the caller must not delete the segment).
+    """
+    qdir = Path(directory) / QUARANTINE_DIR
+    name = f"seg-{segment:012d}-{damage.start}-{damage.end}.bin"
+    path = qdir / name
+    if path.exists() and path.stat().st_size == len(data):
+        return path
+    try:
+        qdir.mkdir(exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        line = {
+            "file": name, "segment": segment, "start": damage.start, "end": damage.end, "bytes": damage.size,
+            "kind": damage.kind, "records_at_least": damage.records_at_least, "found_by": found_by,
+            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }  # fmt: skip
+        with open(qdir / "index.jsonl", "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+    except OSError as exc:
+        raise SpoolError(f"cannot keep the damaged bytes of {name} in {qdir}: {exc}") from exc
+    return path
+
+
+def quarantined(directory: Path) -> list[dict[str, object]]:
+    """The damaged and torn ranges kept beside a spool (one dict per ``index.jsonl`` line)."""
+    index = Path(directory) / QUARANTINE_DIR / "index.jsonl"
+    try:
+        lines = index.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+# ================================================================== files and locks
 
 
 def segment_numbers(directory: Path) -> list[int]:
@@ -126,38 +403,6 @@ def lock_file(fd: int, timeout_s: float) -> bool:
             time.sleep(0.02)
 
 
-def parse_records(data: bytes | memoryview, base: int = 0) -> tuple[list[tuple[int, str, bytes, bytes]], int]:
-    """Parse the complete, intact records at the start of ``data``.
-
-    Returns:
-        ``([(end_position, topic, key, value), ...], consumed)`` where positions
-        are ``base`` + offsets in ``data`` and ``consumed`` is where parsing stopped
-        (a zero header, a record not fully in ``data``, or a CRC mismatch).
-    """
-    out = []
-    pos = 0
-    end = len(data)
-    while pos + _HEADER.size <= end:
-        body_len, crc, topic_len, key_len = _HEADER.unpack_from(data, pos)
-        start = pos + _HEADER.size
-        stop = start + body_len
-        if body_len == 0 or stop > end or topic_len + key_len > body_len:
-            break
-        body = bytes(data[start:stop])
-        if zlib.crc32(body) != crc:
-            break
-        out.append(
-            (
-                base + stop,
-                body[:topic_len].decode("utf-8"),
-                body[topic_len : topic_len + key_len],
-                body[topic_len + key_len :],
-            )
-        )
-        pos = stop
-    return out, pos
-
-
 def lock_is_free(path: Path) -> bool:
     """Whether no live process holds the ``flock`` on ``path`` (probes without keeping it)."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -170,12 +415,24 @@ def lock_is_free(path: Path) -> bool:
     return True
 
 
+def free_bytes(path: Path) -> int:
+    """Free bytes on the filesystem holding ``path`` (0 if it cannot be asked)."""
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return 0
+
+
+# ================================================================== the spool
+
+
 class Spool:
     """An append-only, size-bounded, crash-safe spool of unacknowledged records.
 
     Args:
         directory: the spool's own directory (one per worker).
-        segment_bytes: a segment is sealed and a new one started past this size.
+        segment_bytes: a segment is sealed and a new one started past this size (capped at a
+            quarter of ``max_bytes``, so that a small spool still rotates).
         max_bytes: bound on the spool's size on disk; see ``full_timeout_s``.
         full_timeout_s: how long ``append`` blocks waiting for acknowledgements
             when the spool is full before raising :class:`SpoolFullError`
@@ -189,6 +446,7 @@ class Spool:
 
     Raises:
         SpoolLockedError: another live process owns ``directory``.
+        SpoolError: the directory cannot be used (the lock is released again).
     """
 
     def __init__(
@@ -202,10 +460,10 @@ class Spool:
         fsync_interval_s: float = 0.2,
         lock_timeout_s: float = 5.0,
     ) -> None:
-        if segment_bytes <= 0 or max_bytes < segment_bytes:
-            raise SpoolError("need 0 < segment_bytes <= max_bytes")
+        if segment_bytes <= 0 or max_bytes <= 0:
+            raise SpoolError("need segment_bytes > 0 and max_bytes > 0")
         self.directory = Path(directory)
-        self.segment_bytes = segment_bytes
+        self.segment_bytes = min(segment_bytes, max(MIN_SEGMENT_BYTES, max_bytes // 4))
         self.max_bytes = max_bytes
         self.full_timeout_s = full_timeout_s
         self.fsync = fsync
@@ -213,48 +471,64 @@ class Spool:
         self._cond = threading.Condition(threading.Lock())
         self._closed = False
         self._last_fsync = time.monotonic()
+        self.damage_found: list[Damage] = []
+        """Damaged or torn ranges :meth:`recover` quarantined."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._lock_fd = os.open(self.directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise SpoolError(f"cannot open spool at {self.directory}: {exc}") from exc
+            raise self._os_error(f"cannot open the spool at {self.directory}", exc) from exc
         if not lock_file(self._lock_fd, lock_timeout_s):
             os.close(self._lock_fd)
             raise SpoolLockedError(f"spool {self.directory} is owned by another live process")
-        # Segments left behind by an earlier process: recovered, never appended to.
-        self._recovered: list[Segment] = []
-        numbers = segment_numbers(self.directory)
-        for n in numbers:
-            seg = Segment(self._segment_path(n), n)
-            seg.sealed = True
-            seg.size = seg.path.stat().st_size
-            self._recovered.append(seg)
-        # Segment numbers never go back, even once every segment is gone: a
-        # shipper's progress refers to them.
-        self._next_path = self.directory / "NEXT"
         try:
-            persisted = int(self._next_path.read_text() or 0)
-        except (OSError, ValueError):
-            persisted = 0
-        self._next_number = max(persisted, (numbers[-1] + 1) if numbers else 0)
-        self._disk_bytes = sum(s.size for s in self._recovered)
-        self._active: Segment = self._open_segment()
-        self._live: set[Segment] = set(self._recovered) | {self._active}
+            # Segments left behind by an earlier process: recovered, never appended to.
+            self._recovered: list[Segment] = []
+            numbers = segment_numbers(self.directory)
+            for n in numbers:
+                seg = Segment(self._segment_path(n), n)
+                seg.sealed = True
+                seg.size = seg.path.stat().st_size
+                self._recovered.append(seg)
+            # Segment numbers never go back, even once every segment is gone: a
+            # shipper's progress refers to them.
+            self._next_path = self.directory / "NEXT"
+            try:
+                persisted = int(self._next_path.read_text() or 0)
+            except (OSError, ValueError):
+                persisted = 0
+            self._next_number = max(persisted, (numbers[-1] + 1) if numbers else 0)
+            self._disk_bytes = sum(s.size for s in self._recovered)
+            # The active segment is allocated by the first append: opening a spool (to drain what
+            # a dead worker left, say) needs no free space.
+            self._active: Segment | None = None
+            self._live: set[Segment] = set(self._recovered)
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
 
     # ------------------------------------------------------------- internals
 
     def _segment_path(self, n: int) -> Path:
         return segment_path(self.directory, n)
 
+    def _os_error(self, what: str, exc: OSError) -> SpoolError:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return SpoolDiskFullError(
+                f"{what}: no space left on the disk ({free_bytes(self.directory):,} bytes free at "
+                f"{self.directory}); nothing was recorded, nothing recorded before is lost, and recording "
+                "resumes by itself once space is freed"
+            )
+        return SpoolError(f"{what}: {exc.strerror or exc}")
+
     def _open_segment(self, min_capacity: int = 0) -> Segment:
         seg = Segment(self._segment_path(self._next_number), self._next_number)
-        self._next_number += 1
-        tmp = self._next_path.with_suffix(".tmp")
-        tmp.write_text(str(self._next_number))
-        tmp.replace(self._next_path)
-        capacity = max(self.segment_bytes, min_capacity)
+        capacity = max(self.segment_bytes, min_capacity + HEADER_SIZE + _SEAL_BODY.size)
         capacity += (-capacity) % mmap.PAGESIZE
         try:
+            tmp = self._next_path.with_suffix(".tmp")
+            tmp.write_text(str(self._next_number + 1))
+            tmp.replace(self._next_path)
             seg.fd = os.open(seg.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
             os.posix_fallocate(seg.fd, 0, capacity)
             # MAP_POPULATE faults the pages in now, not one by one on the append path.
@@ -265,18 +539,25 @@ class Spool:
             if seg.fd is not None:
                 os.close(seg.fd)
                 seg.path.unlink(missing_ok=True)
-            raise SpoolError(f"cannot allocate spool segment {seg.path}: {exc}") from exc
+            raise self._os_error(
+                f"cannot allocate a {capacity:,}-byte spool segment {seg.path.name}", exc
+            ) from exc
+        self._next_number += 1
         seg.capacity = capacity
         return seg
 
     def _seal(self, seg: Segment) -> None:
         if seg.map is not None:
+            seal = _seal_frame(seg.appended)
+            seg.map[seg.size : seg.size + len(seal)] = seal
+            seg.size += len(seal)
+            self._disk_bytes += len(seal)
             if self.fsync != "never":
                 seg.map.flush()
             seg.map.close()
             seg.map = None
         if seg.fd is not None:
-            # Give back the preallocated tail; recovery needs only the records.
+            # Give back the preallocated tail; recovery needs only the frames.
             os.ftruncate(seg.fd, seg.size)
             os.close(seg.fd)
             seg.fd = None
@@ -295,22 +576,35 @@ class Spool:
             self._live.discard(seg)
             self._cond.notify_all()
 
+    def _unacked_bytes(self) -> int:
+        return sum(s.size for s in self._live if s.appended > s.acked)
+
     # ------------------------------------------------------------- public API
 
     def recover(self) -> list[SpoolRecord]:
         """The intact records of segments an earlier process left unacknowledged.
 
-        Each returned record must be acknowledged with :meth:`ack` once delivered;
-        its segment is deleted when all of them are. A recovered segment with no
-        intact record is deleted at once.
+        Damaged ranges are skipped, their bytes quarantined beside the spool and listed in
+        :attr:`damage_found`; every intact record after them is returned. Each returned record
+        must be acknowledged with :meth:`ack` once delivered; its segment is deleted when all of
+        them are. A recovered segment with no intact record is deleted at once.
+
+        Raises:
+            SpoolError: damaged bytes could not be quarantined (the segment is kept).
         """
         out: list[SpoolRecord] = []
         with self._cond:
+            last = max((seg.number for seg in self._recovered), default=-1)
             for seg in self._recovered:
-                records = list(read_records(seg.path))
-                seg.appended = len(records)
-                for pos, topic, key, value in records:
-                    out.append(SpoolRecord(seg, pos, topic, key, value))
+                data = seg.path.read_bytes()
+                # every segment but the newest was sealed before the next one was opened
+                scan = scan_frames(data, final=True, sealed_expected=seg.number != last)
+                for d in scan.damage:
+                    quarantine(self.directory, seg.number, d, data[d.start : d.end], found_by="recover")
+                    self.damage_found.append(d)
+                seg.appended = len(scan.frames)
+                for f in scan.frames:
+                    out.append(SpoolRecord(seg, f.position, f.topic, f.key, f.value))
                 self._maybe_delete(seg)
             self._recovered = []
         return out
@@ -319,7 +613,9 @@ class Spool:
         """Durably append one record; return its ``(segment, position)`` ticket.
 
         Raises:
+            RecordTooLargeError: the record is over a limit (nothing was recorded).
             SpoolFullError: the spool stayed over ``max_bytes`` for ``full_timeout_s``.
+            SpoolDiskFullError: no disk space for a new segment (nothing was recorded).
             SpoolError: the spool is closed or the disk write failed.
         """
         frame = encode_record(topic, key, value)
@@ -328,19 +624,12 @@ class Spool:
             if self._closed:
                 raise SpoolError("spool is closed")
             if self._disk_bytes + size > self.max_bytes:
-                deadline = time.monotonic() + self.full_timeout_s
-                while self._disk_bytes + size > self.max_bytes:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise SpoolFullError(
-                            f"spool {self.directory} is full ({self._disk_bytes} of "
-                            f"{self.max_bytes} bytes unacknowledged for {self.full_timeout_s}s); "
-                            "is the broker reachable?"
-                        )
-                    self._cond.wait(left)
+                self._make_room(size)
             seg = self._active
-            if seg.size + size > seg.capacity:
-                self._seal(seg)
+            if seg is None or seg.size + size + HEADER_SIZE + _SEAL_BODY.size > seg.capacity:
+                if seg is not None:
+                    self._seal(seg)
+                    self._active = None
                 seg = self._active = self._open_segment(size)
                 self._live.add(seg)
             position = seg.size
@@ -358,6 +647,27 @@ class Spool:
             seg.appended += 1
             self._disk_bytes += size
         return seg, position
+
+    def _make_room(self, size: int) -> None:
+        """Wait (lock held) until ``size`` more bytes fit under ``max_bytes``."""
+        deadline = time.monotonic() + self.full_timeout_s
+        while self._disk_bytes + size > self.max_bytes:
+            active = self._active
+            if active is not None and active.appended and active.acked >= active.appended:
+                # everything in the active segment is acknowledged: rotating it frees its bytes
+                self._seal(active)
+                self._active = None
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                unacked = sum(s.appended - s.acked for s in self._live)
+                raise SpoolFullError(
+                    f"spool {self.directory} is full: {unacked} records ({self._unacked_bytes():,} bytes) "
+                    f"are not acknowledged by Kafka after {self.full_timeout_s:g} s (bound "
+                    f"{self.max_bytes:,} bytes); is the broker reachable (`trajlake status`)? Nothing "
+                    "was dropped: this record was not recorded and can be retried"
+                )
+            self._cond.wait(min(left, 0.5))
 
     def ack_through(self, segment_number: int, count: int) -> None:
         """Acknowledge every record before the ``count``-th of segment ``segment_number``.
@@ -389,29 +699,43 @@ class Spool:
             segment.acked += count
             if segment.sealed:
                 self._maybe_delete(segment)
+            self._cond.notify_all()
 
     def read(self, segment: Segment, position: int) -> SpoolRecord:
-        """Read back the record at ``position`` of ``segment`` (for redelivery)."""
+        """Read back the record at ``position`` of ``segment`` (for redelivery).
+
+        Raises:
+            SpoolError: there is no intact frame at ``position`` any more.
+        """
         with self._cond:
             mm = segment.map
             if mm is not None:
-                body_len, crc, topic_len, key_len = _HEADER.unpack_from(mm, position)
-                start = position + _HEADER.size
-                body = mm[start : start + body_len]
+                header = mm[position : position + HEADER_SIZE]
+                body_len = _HEADER.unpack_from(header)[2] if len(header) == HEADER_SIZE else 0
+                data = mm[position : position + HEADER_SIZE + min(body_len, MAX_BODY_BYTES)]
             else:
                 with open(segment.path, "rb") as fh:
-                    fh.seek(position)
-                    body_len, crc, topic_len, key_len = _HEADER.unpack(fh.read(_HEADER.size))
-                    body = fh.read(body_len)
-        if len(body) != body_len or zlib.crc32(body) != crc:
+                    header = os.pread(fh.fileno(), HEADER_SIZE, position)
+                    body_len = _HEADER.unpack_from(header)[2] if len(header) == HEADER_SIZE else 0
+                    data = os.pread(fh.fileno(), HEADER_SIZE + min(body_len, MAX_BODY_BYTES), position)
+        scan = scan_frames(data, position, final=True)
+        if not scan.frames or scan.frames[0].position != position:
             raise SpoolError(f"corrupt spool record at {segment.path}:{position}")
-        return SpoolRecord(
-            segment,
-            position,
-            body[:topic_len].decode("utf-8"),
-            body[topic_len : topic_len + key_len],
-            body[topic_len + key_len :],
-        )
+        f = scan.frames[0]
+        return SpoolRecord(segment, position, f.topic, f.key, f.value)
+
+    def set_aside(self, segment: Segment, position: int, reason: str) -> None:
+        """Keep a record Kafka refuses for good in the quarantine and acknowledge it.
+
+        Raises:
+            SpoolError: the record cannot be read or kept (it stays unacknowledged).
+        """
+        rec = self.read(segment, position)
+        frame = encode_record(rec.topic, rec.key, rec.value)
+        d = Damage(position, position + len(frame), "rejected", 1)
+        quarantine(self.directory, segment.number, d, frame, found_by=reason)
+        self.damage_found.append(d)
+        self.ack(segment)
 
     @property
     def pending(self) -> int:
@@ -421,7 +745,7 @@ class Spool:
 
     @property
     def disk_bytes(self) -> int:
-        """Bytes the spool occupies on disk."""
+        """Bytes the spool's segments hold on disk."""
         return self._disk_bytes
 
     def wait_drained(self, timeout: float | None) -> bool:
@@ -444,5 +768,6 @@ class Spool:
             if self._closed:
                 return
             self._closed = True
-            self._seal(self._active)
+            if self._active is not None:
+                self._seal(self._active)
         os.close(self._lock_fd)

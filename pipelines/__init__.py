@@ -14,7 +14,13 @@ from pipelines.beam_stages import (
     WriteDelta,
 )
 from pipelines.delta_sink import PIPELINE_TABLES, Lake, OffsetRange, app_id
-from pipelines.errors import LakeError, PipelineError, TableMissingError, VersionNotFoundError
+from pipelines.errors import (
+    LakeDamagedError,
+    LakeError,
+    PipelineError,
+    TableMissingError,
+    VersionNotFoundError,
+)
 from pipelines.failures import CATEGORIES, attribute, failure_rows, normalise_error
 from pipelines.lake_diff import TableDiff, diff_lakes
 from pipelines.log_pipeline import (
@@ -37,6 +43,7 @@ __all__ = [
     "DedupEvents",
     "EpisodeState",
     "Lake",
+    "LakeDamagedError",
     "LakeError",
     "TableMissingError",
     "VersionNotFoundError",

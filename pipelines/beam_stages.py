@@ -21,6 +21,7 @@ import pyarrow as pa
 from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
+from ingest.kafka_sink import MAX_MESSAGE_BYTES
 from pipelines.delta_sink import Lake, OffsetRange, WriteMode
 from pipelines.failures import failure_rows
 from pipelines.projection import episode_row, fold_episode, reward_rows, step_rows
@@ -51,7 +52,7 @@ class _ReadRangeFn(beam.DoFn):
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap.split(","),
             enable_auto_commit=False,
-            max_partition_fetch_bytes=16 << 20,
+            max_partition_fetch_bytes=2 * MAX_MESSAGE_BYTES,
             fetch_max_bytes=64 << 20,
             max_poll_records=10000,
         )
@@ -188,7 +189,8 @@ class _ParseFn(beam.DoFn):
                 good.append(
                     event_row(event, topic, partition, offset, written_version=_written_version(value))
                 )
-            except SchemaError as exc:
+            except Exception as exc:  # noqa: BLE001 - a poison record is quarantined, never crashes the bundle
+                schema = isinstance(exc, SchemaError)
                 bad.append(
                     {
                         "topic": topic,
@@ -196,8 +198,8 @@ class _ParseFn(beam.DoFn):
                         "offset": offset,
                         "key": key,
                         "raw": value,
-                        "error": str(exc)[:4000],
-                        "error_fields": exc.fields,
+                        "error": (str(exc) if schema else f"unparseable: {type(exc).__name__}: {exc}")[:4000],
+                        "error_fields": exc.fields if isinstance(exc, SchemaError) else ["<root>"],
                         "kafka_ts": (
                             dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC)
                             if ts_ms is not None and ts_ms >= 0
@@ -228,19 +230,53 @@ class ParseAndValidate(beam.PTransform):  # type: ignore[type-arg]
 
 # ------------------------------------------------------------------ dedup
 
+CONTENT_COLUMNS = ("episode_id", "seq", "type", "ts", "schema_version", "producer", "payload")
+"""What makes two copies of an ``event_id`` the same event (where it sits in the log does not)."""
 
-def _first_seen(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    return min(rows, key=lambda r: (r["topic"], r["partition"], r["offset"]))
+
+def _log_position(row: dict[str, Any]) -> tuple[str, int, int]:
+    return row["topic"], row["partition"], row["offset"]
+
+
+def same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two ``events`` rows are copies of one event (a re-send), not two events under one id."""
+    return all(a[c] == b[c] for c in CONTENT_COLUMNS)
+
+
+def conflict_row(loser: dict[str, Any], winner: dict[str, Any]) -> dict[str, Any]:
+    """The ``quarantine`` row of an event whose id already names another event."""
+    t, p, o = _log_position(winner)
+    envelope = {
+        "event_id": loser["event_id"], "episode_id": loser["episode_id"], "seq": loser["seq"],
+        "type": loser["type"], "ts": loser["ts"].isoformat(), "schema_version": loser["schema_version"],
+        "producer": json.loads(loser["producer"]), "payload": json.loads(loser["payload"]),
+    }  # fmt: skip
+    return {
+        "topic": loser["topic"],
+        "partition": loser["partition"],
+        "offset": loser["offset"],
+        "key": loser["episode_id"].encode("utf-8"),
+        "raw": json.dumps(envelope, separators=(",", ":")).encode("utf-8"),
+        "error": (
+            f"conflict: event_id {loser['event_id']} already names another event, at {t}/{p}/{o} "
+            f"(episode {winner['episode_id']}, seq {winner['seq']}); this copy at "
+            f"{loser['topic']}/{loser['partition']}/{loser['offset']} has different content"
+        ),
+        "error_fields": ["event_id"],
+        "kafka_ts": None,
+    }
 
 
 class DedupEvents(beam.PTransform):  # type: ignore[type-arg]
-    """Batches of rows -> batches with one row per ``event_id`` (the earliest in the log).
+    """Batches of rows -> batches with one row per event (``event_id`` and content).
 
     Rows are spread over ``buckets`` by a hash of their ``event_id`` and grouped
     per bucket in small lists, so the shuffle moves a few thousand elements
     rather than one per event, and every copy of an event meets the others in
-    its bucket. Duplicates against rows already in the ``events`` table are
-    removed by the table write itself (insert only when the key is absent).
+    its bucket. Copies with the same content are re-sends: the one earliest in
+    the log (topic, partition, offset) is kept. Copies of an id with other
+    content are all kept here: :class:`ResolveStoredEvents` decides between
+    them and the copy already in the ``events`` table, if any.
     """
 
     def __init__(self, buckets: int = 64) -> None:
@@ -257,11 +293,13 @@ class DedupEvents(beam.PTransform):  # type: ignore[type-arg]
             yield from parts.items()
 
         def first_copies(kv: tuple[int, Iterable[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
-            by_id: dict[str, list[dict[str, Any]]] = {}
+            by_content: dict[tuple[Any, ...], dict[str, Any]] = {}
             for part in kv[1]:
                 for r in part:
-                    by_id.setdefault(r["event_id"], []).append(r)
-            return [_first_seen(copies) for copies in by_id.values()]
+                    key = (r["event_id"], *(r[c] for c in CONTENT_COLUMNS))
+                    if key not in by_content or _log_position(r) < _log_position(by_content[key]):
+                        by_content[key] = r
+            return list(by_content.values())
 
         return (
             batches
@@ -269,6 +307,71 @@ class DedupEvents(beam.PTransform):  # type: ignore[type-arg]
             | "Group" >> beam.GroupByKey()
             | "FirstCopies" >> beam.Map(first_copies)
             | "NonEmpty" >> beam.Filter(bool)
+        )
+
+
+class _ResolveFn(beam.DoFn):
+    def __init__(self, lake_root: str, chunk: int = 5000) -> None:
+        self.lake_root = lake_root
+        self.chunk = chunk
+        self.dups = Metrics.counter("DedupEvents", "already_stored")
+        self.conflicts = Metrics.counter("DedupEvents", "conflicts")
+
+    def process(self, batches: list[list[dict[str, Any]]]) -> Iterator[Any]:
+        copies: dict[str, list[dict[str, Any]]] = {}
+        for b in batches:
+            for r in b:
+                copies.setdefault(r["event_id"], []).append(r)
+        lake = Lake(self.lake_root)
+        stored: dict[str, dict[str, Any]] = {}
+        ids = sorted(copies)
+        for i in range(0, len(ids), self.chunk):
+            for r in lake.read_events_by_id(ids[i : i + self.chunk]).to_pylist():
+                stored[r["event_id"]] = r
+        fresh, conflicts, replaced = [], [], []
+        for eid, rows in copies.items():
+            old = stored.get(eid)
+            # the copy earliest in the log names the event, whichever batch it came in (so replay agrees)
+            ranked = sorted(rows + ([old] if old is not None else []), key=_log_position)
+            winner = ranked[0]
+            for other in ranked[1:]:
+                if same_content(other, winner):
+                    self.dups.inc()
+                else:
+                    conflicts.append(conflict_row(other, winner))
+            if old is None:
+                fresh.append(winner)
+            elif winner is not old:
+                fresh.append(winner)
+                replaced.append((old["event_id"], old["event_date"], old["episode_id"]))
+        self.conflicts.inc(len(conflicts))
+        yield fresh
+        if conflicts:
+            yield pvalue.TaggedOutput("conflicts", conflicts)
+        if replaced:
+            yield pvalue.TaggedOutput("replaced", replaced)
+
+
+class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
+    """Deduplicated batches -> the rows new to the ``events`` table, conflicts and replaced rows.
+
+    Looks the batch's ids up in ``events`` across every ``event_date``
+    partition: a stored copy with the same content makes the new one a
+    duplicate (dropped); with other content the copy earliest in the log wins
+    (``conflicts`` gets the other as a ``quarantine`` row; when the new copy is
+    earlier, ``replaced`` names the stored row it replaces).
+    """
+
+    def __init__(self, lake_root: str) -> None:
+        super().__init__()
+        self.lake_root = lake_root
+
+    def expand(self, batches: Any) -> Any:
+        return (
+            batches
+            | "All" >> beam.combiners.ToList()
+            | "Lookup"
+            >> beam.ParDo(_ResolveFn(self.lake_root)).with_outputs("conflicts", "replaced", main="events")
         )
 
 
@@ -293,6 +396,8 @@ class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
 
     def expand(self, grouped: Any) -> Any:
         def emit(kv: tuple[str, list[dict[str, Any]]]) -> Iterator[Any]:
+            if not kv[1]:
+                return  # its events are gone (a conflict lost to an earlier copy): its rows go too
             out = assemble(kv[0], kv[1])
             for name in self.TABLES:
                 for row in out[name]:
@@ -372,18 +477,27 @@ class _CommitFn(beam.DoFn):
         groups = joined[1]
         paths = sorted(p for part in groups["paths"] for p in part)
         touched = sorted({e for part in groups.get("touched", []) for e in part})
+        replaced = sorted({tuple(r) for part in groups.get("replaced", []) for r in part})
         schema = TABLES[self.table]
         parts = [pq.read_table(p, schema=schema) for p in paths]
         table = pa.concat_tables(parts) if parts else pa.Table.from_pylist([], schema=schema)
         lake = Lake(self.lake_root)
-        committed = lake.write(self.table, table, mode=self.mode, txns=self.txns, episodes=touched)
+        committed = lake.write(
+            self.table, table, mode=self.mode, txns=self.txns, episodes=touched,
+            replacing=[(r[0], r[1]) for r in replaced],
+        )  # fmt: skip
         for p in paths:
             Path(p).unlink(missing_ok=True)
         self.rows.inc(table.num_rows)
-        episodes: list[str] = []
+        episodes: set[str] = {r[2] for r in replaced}
         if "episode_id" in schema.names and table.num_rows:
-            episodes = sorted(set(table.column("episode_id").to_pylist()))
-        yield {"table": self.table, "rows": table.num_rows, "committed": committed, "episodes": episodes}
+            episodes |= set(table.column("episode_id").to_pylist())
+        yield {
+            "table": self.table,
+            "rows": table.num_rows,
+            "committed": committed,
+            "episodes": sorted(episodes),
+        }
 
 
 class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
@@ -396,7 +510,9 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
     whether this run committed (False: a re-run the table already held), and
     the episodes of the rows. With ``touched`` (a PCollection of episode-id
     lists), ``replace_episodes`` empties the rows of those episodes that the
-    input no longer has.
+    input no longer has. With ``after``, the commit waits for that PCollection
+    (another table's commit summary); with ``replaced`` (lists of ``(event_id,
+    event_date, episode_id)``), those stored ``events`` rows are removed first.
     """
 
     def __init__(
@@ -408,6 +524,8 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
         *,
         batched: bool = False,
         touched: Any = None,
+        after: Any = None,
+        replaced: Any = None,
         batch_size: int = 2000,
     ) -> None:
         super().__init__()
@@ -417,6 +535,8 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
         self.txns = txns
         self.batched = batched
         self.touched = touched
+        self.after = after
+        self.replaced = replaced
         self.batch_size = batch_size
 
     def expand(self, pcoll: Any) -> Any:
@@ -435,6 +555,10 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
         }
         if self.touched is not None:
             inputs["touched"] = self.touched | "KeyTouched" >> beam.Map(lambda x: (0, x))
+        if self.after is not None:  # commit only once that commit is done
+            inputs["after"] = self.after | "KeyAfter" >> beam.Map(lambda x: (0, x))
+        if self.replaced is not None:
+            inputs["replaced"] = self.replaced | "KeyReplaced" >> beam.Map(lambda x: (0, x))
         return (
             inputs
             | "Join" >> beam.CoGroupByKey()

@@ -25,7 +25,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from pipelines.errors import LakeError, TableMissingError, VersionNotFoundError
+from pipelines.errors import LakeDamagedError, LakeError, TableMissingError, VersionNotFoundError
 from schemas.tables import PARTITION_COLUMNS, PRIMARY_KEYS, TABLES
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,8 @@ class Lake:
                     )
                 except DeltaError as exc:
                     raise LakeError(f"cannot create table {name} at {self.uri(name)}: {exc}") from exc
+            except Exception as exc:  # damaged: never write on top of it
+                raise self._damaged(name, exc) from exc
 
     def table(self, name: str, version: int | None = None) -> DeltaTable:
         """Open ``name`` (at a Delta ``version`` for time travel).
@@ -107,8 +109,8 @@ class Lake:
                 f"the lake at {self.root} has no table {name}; `trajlake pipeline run --once` folds the "
                 "log into it"
             ) from exc
-        except DeltaError as exc:
-            raise LakeError(f"cannot open table {name} at {self.uri(name)}: {exc}") from exc
+        except Exception as exc:  # delta-rs raises several types (and panics) for a damaged log
+            raise self._damaged(name, exc) from exc
         if version is None:
             return dt
         latest = dt.version()
@@ -122,6 +124,15 @@ class Lake:
             ) from exc
         return dt
 
+    def _damaged(self, name: str, exc: BaseException) -> LakeError:
+        """The error of a table that does not open: what is wrong with its log, and the fix."""
+        from pipelines.lake_check import REBUILD, check_table
+
+        found = check_table(self, name)
+        what = found.problems[0] if found.problems else str(exc).strip().splitlines()[0][:200]
+        at = f" at version {found.version}" if found.version is not None else ""
+        return LakeDamagedError(f"table {name} of the lake at {self.root} is damaged{at}: {what}; {REBUILD}")
+
     def exists(self, name: str) -> bool:
         """Whether ``name`` is a Delta table."""
         try:
@@ -129,6 +140,8 @@ class Lake:
             return True
         except TableNotFoundError:
             return False
+        except Exception as exc:  # a damaged log: say so, never "no such table"
+            raise self._damaged(name, exc) from exc
 
     def read(self, name: str, *, version: int | None = None, where: str | None = None) -> pa.Table:
         """Read ``name`` (at Delta ``version``; optionally ``WHERE <where>``) into Arrow.
@@ -144,11 +157,23 @@ class Lake:
             reader = QueryBuilder().register(name, dt).execute(sql)
             table = pa.table(reader)
         except Exception as exc:
-            raise LakeError(f"cannot read {name}: {exc}") from exc
+            from pipelines.lake_check import check_table
+
+            if not check_table(self, name).ok:
+                raise self._damaged(name, exc) from exc
+            raise LakeError(f"cannot read {name}: {str(exc).strip()[:500]}") from exc
         schema = TABLES[name]
         if table.num_rows == 0:
             return pa.Table.from_pylist([], schema)
         return table.select(schema.names).cast(schema)
+
+    def read_events_by_id(self, event_ids: Sequence[str], version: int | None = None) -> pa.Table:
+        """The ``events`` rows of these event ids, whatever their ``event_date`` partition."""
+        if not event_ids or not self.exists("events"):
+            return pa.Table.from_pylist([], TABLES["events"])
+        return self.read(
+            "events", version=version, where="event_id IN (" + ", ".join(_sql(e) for e in event_ids) + ")"
+        )
 
     def read_episodes_events(self, episode_ids: Sequence[str], version: int | None = None) -> pa.Table:
         """Every ``events`` row of the given episodes."""
@@ -166,6 +191,8 @@ class Lake:
                 out[name] = DeltaTable(self.uri(name), storage_options=self.storage_options).version()
             except TableNotFoundError:
                 continue
+            except Exception as exc:
+                raise self._damaged(name, exc) from exc
         return out
 
     def row_count(self, name: str, version: int | None = None) -> int:
@@ -191,6 +218,7 @@ class Lake:
         txns: Mapping[str, int] | None = None,
         max_attempts: int = 5,
         episodes: Sequence[str] = (),
+        replacing: Sequence[tuple[str, Any]] = (),
     ) -> bool:
         """Commit ``rows`` to ``name`` with ``txns`` (app id -> version), exactly once.
 
@@ -204,6 +232,8 @@ class Lake:
                 replaces (those with no row left are emptied).
             txns: the ``txn`` actions committed with the rows.
             max_attempts: commit attempts (conflicts, unknown outcomes).
+            replacing: ``events`` only: ``(event_id, event_date)`` of stored rows that ``rows``
+                replace; deleted first (a re-run finds them gone, or the new rows already in).
 
         Returns:
             True if this call committed, False if the table already held these
@@ -215,6 +245,11 @@ class Lake:
         txns = dict(txns or {})
         if txns and self._holds(name, txns):
             return False
+        if replacing:
+            scope = " OR ".join(
+                f"(event_id = {_sql(i)} AND event_date = '{d}')" for i, d in sorted(replacing)
+            )
+            self.table(name).delete(scope)
         schema = TABLES[name]
         data = rows.select(schema.names).cast(schema) if rows.num_rows else pa.Table.from_pylist([], schema)
         keys = PRIMARY_KEYS[name]

@@ -19,3 +19,7 @@ class TableMissingError(LakeError, UnavailableError):
 
 class VersionNotFoundError(LakeError, ValueError):
     """A Delta version asked for does not exist (the message names the range that does)."""
+
+
+class LakeDamagedError(LakeError):
+    """A table's log or files are damaged; the message names the table, the version and the fix."""

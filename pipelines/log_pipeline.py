@@ -34,10 +34,12 @@ from pipelines.beam_stages import (
     LoadTouchedEpisodes,
     ParseAndValidate,
     ReadKafkaRanges,
+    ResolveStoredEvents,
     WriteDelta,
 )
 from pipelines.delta_sink import PIPELINE_TABLES, Lake, OffsetRange, app_id
 from pipelines.errors import PipelineError
+from pipelines.lake_check import refuse_damaged
 
 log = logging.getLogger(__name__)
 
@@ -168,11 +170,14 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> N
     txns = {app_id(cfg.name, r.topic, r.partition): r.last for r in ranges}
     batches = p | "Ranges" >> beam.Create(ranges) | "ReadKafka" >> ReadKafkaRanges(cfg.bootstrap)
     parsed = batches | "ParseAndValidate" >> ParseAndValidate()
-    _ = parsed.quarantine | "WriteQuarantine" >> WriteDelta(
-        lake, "quarantine", "insert_new", txns, batched=True
+    deduped = parsed.events | "DedupEvents" >> DedupEvents()
+    resolved = deduped | "ResolveStoredEvents" >> ResolveStoredEvents(lake)
+    quarantined = (parsed.quarantine, resolved.conflicts) | "AllQuarantined" >> beam.Flatten()
+    # quarantine first: a conflict's losing copy is in quarantine before the winner replaces it
+    kept = quarantined | "WriteQuarantine" >> WriteDelta(lake, "quarantine", "insert_new", txns, batched=True)
+    written = resolved.events | "WriteEvents" >> WriteDelta(
+        lake, "events", "insert_new", txns, batched=True, after=kept, replaced=resolved.replaced
     )
-    events = parsed.events | "DedupEvents" >> DedupEvents()
-    written = events | "WriteEvents" >> WriteDelta(lake, "events", "insert_new", txns, batched=True)
     # The episodes of the batch, once their events are committed: they are
     # folded from the table, so late events join the ones already there.
     touched = written | "Touched" >> beam.Map(lambda summary: summary["episodes"])
@@ -181,11 +186,12 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> N
         | "LoadTouchedEpisodes" >> LoadTouchedEpisodes(lake)
         | "AssembleEpisodes" >> AssembleEpisodes()
     )
-    for name in ("episodes", "steps", "rewards"):
-        _ = derived[name] | f"Write_{name}" >> WriteDelta(lake, name, "upsert", txns)
-    _ = derived["failures"] | "Write_failures" >> WriteDelta(
-        lake, "failures", "replace_episodes", txns, touched=touched
-    )
+    # Each touched episode's rows are replaced whole: rows its events no longer give (a failure
+    # fixed by a late reward, an episode whose only event lost an id conflict) are removed.
+    for name in ("episodes", "steps", "rewards", "failures"):
+        _ = derived[name] | f"Write_{name}" >> WriteDelta(
+            lake, name, "replace_episodes", txns, touched=touched
+        )
 
 
 @contextlib.contextmanager
@@ -232,6 +238,7 @@ def run_once(
 ) -> list[BatchResult]:
     """Process everything in the log up to its end offsets at the start, then return."""
     lake = Lake(cfg.lake_root)
+    refuse_damaged(lake)
     lake.ensure()
     target = end_offsets(cfg.bootstrap, cfg.topics)
     results: list[BatchResult] = []
@@ -267,6 +274,7 @@ def run_follow(
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
     lake = Lake(cfg.lake_root)
+    refuse_damaged(lake)
     lake.ensure()
     n = 0
     try:

@@ -48,12 +48,15 @@ def parse_event(raw: bytes | str | dict[str, Any]) -> Event:
         try:
             # Fast path: a current-version event validates straight from JSON.
             return EVENT_ADAPTER.validate_json(raw)
-        except ValidationError:
-            pass
+        except ValidationError as exc:
+            if any("recursion" in str(e.get("msg", "")).lower() for e in exc.errors()):
+                raise _too_deep() from exc
         try:
             data = json.loads(bytes(raw) if isinstance(raw, memoryview) else raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise SchemaError(f"not UTF-8 JSON: {exc}", [("<root>", "not UTF-8 JSON")]) from exc
+        except RecursionError as exc:
+            raise _too_deep() from exc
     else:
         data = raw
     if not isinstance(data, dict):
@@ -63,6 +66,15 @@ def parse_event(raw: bytes | str | dict[str, Any]) -> Event:
         return EVENT_ADAPTER.validate_python(data)
     except ValidationError as exc:
         raise translate_validation_error(exc, data.get("type")) from exc
+    except RecursionError as exc:
+        raise _too_deep() from exc
+
+
+def _too_deep() -> SchemaError:
+    return SchemaError(
+        "JSON nested too deeply to be an event (the parser's recursion limit)",
+        [("<root>", "nested too deeply")],
+    )
 
 
 def serialize_event(event: EventBase) -> bytes:

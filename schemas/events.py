@@ -41,12 +41,22 @@ UtcDatetime = Annotated[dt.datetime, AfterValidator(_utc)]
 EventId = Annotated[str, Field(pattern=UUID_RE.pattern, description="canonical lower-case UUID")]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 NonEmpty = Annotated[str, Field(min_length=1, max_length=512)]
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+"""A non-negative integer the tables store as int64 (a record outside it is quarantined, never written)."""
+Int64 = Annotated[int, Field(ge=-INT64_MAX - 1, le=INT64_MAX)]
+"""Any integer that fits int64."""
+Int32 = Annotated[int, Field(ge=-INT32_MAX - 1, le=INT32_MAX)]
+"""An integer the tables store as int32 (exit codes, attempts)."""
+TokenId = Annotated[int, Field(ge=0, le=INT32_MAX)]
+"""A token id (vocabularies are far below 2^31)."""
 
 
 class Frozen(BaseModel):
     """Base of every schema model: immutable, unknown fields rejected."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 # ---------------------------------------------------------------- shared parts
@@ -61,7 +71,7 @@ class Producer(Frozen):
     """Host name of the producing machine."""
     sdk_version: str
     """Version of the trajlake SDK that produced the event."""
-    pid: int | None = None
+    pid: Int64 | None = None
     """Process id of the producer, when known."""
 
 
@@ -92,9 +102,9 @@ class SamplingParams(Frozen):
     """Softmax temperature."""
     top_p: float | None = None
     """Nucleus sampling mass."""
-    max_tokens: int | None = None
+    max_tokens: Count | None = None
     """Completion token limit per model call."""
-    seed: int | None = None
+    seed: Int64 | None = None
     """Sampling seed, when fixed."""
     extra: dict[str, JsonValue] = Field(default_factory=dict)
     """Any further provider-specific parameters."""
@@ -105,7 +115,7 @@ class BlobRef(Frozen):
 
     sha256: Sha256
     """Hex sha256 of the content; the blob's address."""
-    size: int = Field(ge=0)
+    size: Count
     """Size of the content in bytes."""
 
 
@@ -114,7 +124,7 @@ class TextOutput(Frozen):
 
     text: str = ""
     """The text, or a preview of it when ``blob`` is set."""
-    size: int = Field(default=0, ge=0)
+    size: Count = 0
     """Size of the full text in UTF-8 bytes."""
     blob: BlobRef | None = None
     """Where the full text lives when it was larger than the inline limit."""
@@ -143,18 +153,18 @@ class ResourceUsage(Frozen):
 
     cpu_s: float | None = None
     """CPU seconds (user + system)."""
-    max_rss_bytes: int | None = None
+    max_rss_bytes: Count | None = None
     """Peak resident memory."""
     wall_s: float | None = None
     """Wall-clock seconds the sandbox was held."""
-    pids_peak: int | None = None
+    pids_peak: Count | None = None
     """Peak number of processes."""
 
 
 class EpisodeLimits(Frozen):
     """Limits the worker enforces on an episode."""
 
-    max_steps: int | None = None
+    max_steps: Count | None = None
     """Maximum number of policy steps."""
     time_limit_s: float | None = None
     """Wall-clock limit of the whole episode."""
@@ -172,7 +182,7 @@ class EpisodeStartedPayload(Frozen):
     """The policy acting."""
     group_id: str | None = None
     """Group of attempts at the same task, for group-relative advantages."""
-    attempt: int = Field(default=0, ge=0)
+    attempt: Annotated[int, Field(ge=0, le=INT32_MAX)] = 0
     """Index of this attempt within its group."""
     sampling: SamplingParams = Field(default_factory=SamplingParams)
     """Sampling parameters of the policy."""
@@ -193,9 +203,9 @@ class ModelCallPayload(Frozen):
     """The prompt messages (JSON) in the blob store, when too large to inline."""
     completion: str
     """The completion text."""
-    prompt_token_ids: list[int] | None = None
+    prompt_token_ids: list[TokenId] | None = None
     """Token ids of the prompt, when the server returns them."""
-    completion_token_ids: list[int] | None = None
+    completion_token_ids: list[TokenId] | None = None
     """Token ids of the completion, when the server returns them."""
     completion_logprobs: list[float] | None = None
     """Behaviour log-probabilities of the completion tokens (same length as the ids)."""
@@ -203,9 +213,9 @@ class ModelCallPayload(Frozen):
     """Why generation stopped (``stop``, ``length``, ``tool_calls``, ...)."""
     latency_s: float = Field(default=0.0, ge=0)
     """Wall-clock seconds the call took."""
-    prompt_tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens: Count | None = None
     """Number of prompt tokens."""
-    completion_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: Count | None = None
     """Number of completion tokens."""
     model: str | None = None
     """Served model name."""
@@ -249,7 +259,7 @@ class ToolResultPayloadV1(Frozen):
 
     call_id: NonEmpty
     """Id of the call answered."""
-    exit_code: int | None = None
+    exit_code: Int32 | None = None
     """Exit code of the command."""
     output: str = ""
     """Combined stdout and stderr."""
@@ -266,7 +276,7 @@ class ToolResultPayload(Frozen):
 
     call_id: NonEmpty
     """Id of the ``tool_call`` this answers."""
-    exit_code: int | None = None
+    exit_code: Int32 | None = None
     """Exit code; ``None`` when the command did not run to an exit."""
     stdout: TextOutput = Field(default_factory=TextOutput)
     """Standard output (preview + blob reference when large)."""
@@ -343,11 +353,11 @@ class EpisodeEndedPayload(Frozen):
 
     status: EpisodeStatus
     """How the episode ended; ``infra_error`` is never a policy failure."""
-    num_events: int = Field(default=0, ge=0)
+    num_events: Count = 0
     """Events recorded before this one (equals this event's ``seq``)."""
-    num_model_calls: int = Field(default=0, ge=0)
+    num_model_calls: Count = 0
     """Model calls in the episode."""
-    num_tool_calls: int = Field(default=0, ge=0)
+    num_tool_calls: Count = 0
     """Tool calls in the episode."""
     final_state_ref: str | None = None
     """Reference to the final sandbox state (snapshot or archive)."""
@@ -376,7 +386,7 @@ class EventBase(Frozen):
     """UUIDv7 string; globally unique; the dedup key."""
     episode_id: NonEmpty
     """The trajectory this event belongs to; the Kafka key."""
-    seq: int = Field(ge=0)
+    seq: Count
     """0, 1, 2, ... contiguous within an episode, assigned by the recorder."""
     ts: UtcDatetime
     """Event time, UTC, microseconds."""

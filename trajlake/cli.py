@@ -256,36 +256,68 @@ def import_(
 # ------------------------------------------------------------------ spool
 
 
+def _spool_table(reports: list[Any], title: str) -> Table:
+    table = Table(title=title)
+    for col in (
+        "worker",
+        "owner",
+        "segments",
+        "bytes",
+        "records left",
+        "damaged (quarantined)",
+        "last error",
+    ):
+        table.add_column(col)
+    for r in reports:
+        owner = "worker" if r.worker_alive else ("shipper" if r.shipper_alive else "-")
+        dmg = ", ".join(f"{q['kind']} {q['file']} ({q['bytes']} B)" for q in r.damaged) or "-"
+        table.add_row(r.name, owner, str(r.segments), str(r.bytes), str(r.records_left), escape(dmg),
+                      escape((r.shipper_error or "-")[:80]))  # fmt: skip
+    return table
+
+
 @spool_app.command("status")
 def spool_status() -> None:
-    """Show each worker spool: segments and bytes waiting for Kafka."""
+    """Each worker spool: what is left for Kafka and what was found damaged (exit 1 if anything is)."""
+    from ingest.spool_report import inspect_spool, spool_dirs
+
     s = settings()
-    table = Table(title=f"spools under {s.spool}")
-    for col in ("worker", "segments", "bytes"):
-        table.add_column(col)
-    if s.spool.exists():
-        for d in sorted(p for p in s.spool.iterdir() if p.is_dir()):
-            segs = list(d.glob("seg-*.log"))
-            table.add_row(d.name, str(len(segs)), str(sum(p.stat().st_size for p in segs)))
-    console.print(table)
+    reports = [inspect_spool(d) for d in spool_dirs(s.spool)]
+    console.print(_spool_table(reports, f"spools under {s.spool}"))
+    left = sum(r.records_left for r in reports)
+    damaged = [q for r in reports for q in r.damaged]
+    if left or damaged:
+        fail(
+            f"{left} records not yet in Kafka; {len(damaged)} damaged ranges kept in quarantine "
+            "(`trajlake spool drain` sends what workers that are gone left)"
+        )
 
 
 @spool_app.command("drain")
 def spool_drain(
     timeout: Annotated[float, typer.Option(min=0.1, help="Seconds to wait per spool.")] = 120.0,
 ) -> None:
-    """Re-send what dead workers left in their spools (spools of live workers are skipped)."""
+    """Send what dead workers left in their spools (spools of live workers are skipped).
+
+    Every intact record is delivered; damaged bytes are kept in the spool's quarantine and named.
+    Exits 1 when a record is left undelivered or damage was found.
+    """
     from ingest import EpisodeRecorder, SpoolLockedError
     from ingest.kafka_broker import require_broker
+    from ingest.spool import quarantined
+    from ingest.spool_report import inspect_spool, spool_dirs
     from schemas.errors import TrajlakeError
 
     s = settings()
-    if not s.spool.exists():
+    dirs = spool_dirs(s.spool)
+    if not dirs:
         console.print(f"no spools under {s.spool}")
         return
     require_broker(s.kafka_bootstrap)
-    failed = 0
-    for d in sorted(p for p in s.spool.iterdir() if p.is_dir()):
+    problems: list[str] = []
+    reports = []
+    for d in dirs:
+        known = {str(q["file"]) for q in quarantined(d)}
         try:
             rec = EpisodeRecorder.open(
                 bootstrap=s.kafka_bootstrap, home=s.home, worker_id=d.name, topic=s.topic_episodes
@@ -293,18 +325,32 @@ def spool_drain(
         except SpoolLockedError:
             console.print(f"{d.name}: owned by a live worker, skipped")
             continue
-        n = rec.delivery.stats.recovered
+        found = rec.delivery.stats.recovered
         try:
             rec.flush(timeout)
         except TrajlakeError as exc:
-            failed += 1
-            err_console.print(f"[red]{escape(d.name)}: {escape(str(exc))}[/red]")
-            continue
+            problems.append(f"{d.name}: {exc}")
         finally:
             rec.close()
-        console.print(f"{d.name}: re-sent {n} records")
-    if failed:
-        raise typer.Exit(code=ExitCode.FAILED)
+        rep = inspect_spool(d)
+        reports.append(rep)
+        new = [q for q in rep.damaged if str(q["file"]) not in known]
+        delivered = max(0, found - rep.records_left)
+        console.print(
+            f"{d.name}: {delivered} of {found} records delivered, {rep.records_left} left, "
+            f"{len(rep.damaged)} damaged ranges in quarantine ({len(new)} found now)"
+        )
+        for q in new:
+            problems.append(
+                f"{d.name}: {q['kind']} bytes {q['start']}..{q['end']} of segment {q['segment']} (at least "
+                f"{q['records_at_least']} record(s)) kept in {d / 'quarantine' / str(q['file'])}"
+            )
+        if rep.records_left:
+            problems.append(f"{d.name}: {rep.records_left} records still not acknowledged by Kafka")
+    if problems:
+        for p in problems:
+            err_console.print(f"[red]{escape(p)}[/red]", highlight=False)
+        fail(f"the drain left {len(problems)} problem(s); see above")
 
 
 # ------------------------------------------------------------------ events
@@ -422,13 +468,23 @@ def replay_cmd(
         str | None, typer.Option(help="ISO time: replay from the first offset at or after it.")
     ] = None,
     workers: Workers = 2,
+    resume: Annotated[
+        bool, typer.Option(help="Continue an interrupted replay into the same directory.")
+    ] = False,
 ) -> None:
-    """Rebuild every table from the Kafka log into another lake directory."""
+    """Rebuild every table from the Kafka log into a new lake directory."""
     import datetime as dt
 
     from ingest.kafka_broker import require_broker
     from pipelines import replay
+    from schemas.tables import TABLES
 
+    if not resume and any((into / t / "_delta_log").is_dir() for t in TABLES):
+        fail(
+            f"{into} already holds tables: replay rebuilds a lake in a new directory (give another --into), "
+            "or --resume continues a replay into it that was interrupted",
+            ExitCode.USAGE,
+        )
     cfg = _pipeline_config(into, workers, 200_000, None)
     when = None
     if from_time:
@@ -476,6 +532,36 @@ def lake_diff(
             console.print(f"[red]{d.table} only in B:[/red] {escape(str(row))}")
     if differing:
         fail(f"the lakes differ in {', '.join(d.table for d in differing)}")
+
+
+@lake_app.command("check")
+def lake_check(lake: LakeOpt = None) -> None:
+    """Verify every table's log and files, and that the pipeline tables agree on the log.
+
+    A log must have no gap and its newest commits must parse, every file it names must exist, and
+    the pipeline tables must have committed the same Kafka offsets. Exits 1 naming the damage.
+    """
+    from pipelines import Lake
+    from pipelines.lake_check import check_lake, damage_summary
+
+    root = lake or settings().lake
+    checks = check_lake(Lake(str(root)))
+    table = Table(title=f"lake {root}")
+    for col in ("table", "exists", "version", "files", "problems"):
+        table.add_column(col, overflow="fold")
+    for c in checks:
+        found = "[green]ok[/green]" if c.ok else f"[red]{escape('; '.join(c.problems))}[/red]"
+        if c.warnings:
+            found += f" [yellow]{escape('; '.join(c.warnings))}[/yellow]"
+        version = "-" if c.version is None else str(c.version)
+        table.add_row(c.table, "yes" if c.exists else "-", version, str(c.files), found)
+    console.print(table)
+    if not any(c.exists for c in checks):
+        fail(f"no lake at {root} (no Delta tables there)", ExitCode.NOT_READY)
+    summary = damage_summary(checks)
+    if summary:
+        fail(summary)
+    console.print("[green]intact[/green]: every log reads and every file it names is there")
 
 
 @lake_app.command("show")

@@ -204,31 +204,18 @@ def check_disk(settings: Settings) -> CheckRow:
 
 
 def check_lake(settings: Settings) -> CheckRow:
-    """Every table of the lake opens (its Delta log reads) and every file its log names exists."""
-    from deltalake import DeltaTable
-
-    from schemas.tables import TABLES
+    """Every table of the lake opens, its log has no gap and every file it names exists."""
+    from pipelines import Lake
+    from pipelines.lake_check import REBUILD, check_lake
 
     root = Path(settings.lake)
     if not root.is_dir():
         return _ok("lake", f"none yet at {root} (the pipeline creates it)")
-    found, broken = [], []
-    for name in TABLES:
-        if not (root / name / "_delta_log").is_dir():
-            continue
-        try:
-            dt = DeltaTable(str(root / name))
-            gone = [f for f in dt.file_uris() if "://" not in f and not Path(f).exists()]
-        except Exception as exc:  # noqa: BLE001 - delta-rs raises several types for a damaged log
-            broken.append(f"{name} ({str(exc).splitlines()[0][:120]})")
-            continue
-        if gone:
-            broken.append(f"{name} ({len(gone)} data files missing, e.g. {Path(gone[0]).name})")
-        else:
-            found.append(f"{name} v{dt.version()}")
+    checks = [c for c in check_lake(Lake(str(root))) if c.exists]
+    broken = [f"{c.table} v{c.version}: {c.problems[0]}" for c in checks if not c.ok]
     if broken:
-        fix = "rebuild it from the log: `trajlake replay --into NEW_DIR` (then use --lake NEW_DIR)"
-        return _missing("lake", f"damaged: {'; '.join(broken)}", fix)
+        return _missing("lake", f"damaged: {'; '.join(broken)}", REBUILD + " (then use --lake NEW_DIR)")
+    found = [f"{c.table} v{c.version}" for c in checks]
     return _ok("lake", f"{len(found)} tables at {root}" + (f": {', '.join(found)}" if found else ""))
 
 

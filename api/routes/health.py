@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from api.deps import ReaderDep
 from api.models import HealthPublic
@@ -11,7 +11,13 @@ from schemas.tables import TABLES
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health")
-def health(reader: ReaderDep) -> HealthPublic:
-    """Whether the service answers, and how many tables the lake has now."""
+@router.get("/health", responses={503: {"model": HealthPublic, "description": "The lake is damaged."}})
+def health(reader: ReaderDep, response: Response) -> HealthPublic:
+    """Whether the service answers, how many tables the lake has, and which are damaged (503)."""
+    from pipelines.lake_check import REBUILD
+
+    damaged = [name for name in TABLES if reader.problems(name)]
+    if damaged:
+        response.status_code = 503
+        return HealthPublic(status="damaged", tables=len(TABLES), damaged=damaged, fix=REBUILD)
     return HealthPublic(tables=sum(1 for name in TABLES if reader.latest(name) is not None))

@@ -66,8 +66,9 @@ def test_tables_list_every_table_with_its_version_and_rows(client: TestClient, s
     assert tables["rewards"]["rows"] == 10 + 8  # v1 online (e11 and the open e10 unscored) + v2 re-judge
     assert tables["failures"]["rows"] == 8 + 5 + 1  # v1, v2 and the unjudged e11
     assert tables["quarantine"]["rows"] == 0
-    assert tables["tasks"] == {"name": "tasks", "exists": False, "version": None, "rows": None}
-    assert get(client, "/health") == {"status": "ok", "tables": 7}
+    absent = {"name": "tasks", "exists": False, "version": None, "rows": None, "problems": []}
+    assert tables["tasks"] == absent
+    assert get(client, "/health") == {"status": "ok", "tables": 7, "damaged": [], "fix": None}
 
 
 def test_episodes_are_newest_first_filtered_and_paged(client: TestClient, story_lake: StoryLake) -> None:

@@ -212,7 +212,7 @@ def test_demo_runs_the_closed_loop_end_to_end(tmp_path: Path) -> None:
 
 
 def test_fixtures_and_cli_are_installed() -> None:
-    assert FIXTURES.is_dir(), f"no shared fixtures at {FIXTURES}: set TRAJLAKE_SHARED_DIR to the shared folder"
+    assert FIXTURES.is_dir(), f"no fixtures at {FIXTURES}: set TRAJLAKE_SHARED_DIR to the shared folder"
     assert shutil.which(TRAJLAKE) is not None
 
 

@@ -1,0 +1,189 @@
+"""Is a lake intact? Every table's log, every file it names, and the tables' agreement on the log.
+
+Checked per table, without trusting the Delta reader to notice: the log's
+commit files are numbered 0..N with no gap (after the last checkpoint) and
+each one is JSON; ``_last_checkpoint`` points at a version that exists; the
+table opens; every data file its current version names is there. Across the
+pipeline tables: every table committed the same Kafka offsets (its ``txn``
+versions), since one micro-batch commits all of them, so a table that is behind
+the others lost a commit (or a pipeline is writing right now).
+
+A damaged lake is never repaired in place: the log is the source of truth, and
+``trajlake replay --into NEW_DIR`` rebuilds every table from it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipelines.delta_sink import PIPELINE_TABLES, Lake
+from schemas.tables import TABLES
+
+REBUILD = "rebuild the lake from the log with `trajlake replay --into NEW_DIR`"
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+
+
+@dataclass
+class TableCheck:
+    """What was found about one table."""
+
+    table: str
+    exists: bool = False
+    version: int | None = None
+    """The latest version its log holds."""
+    files: int = 0
+    """Data files its current version names."""
+    problems: list[str] = field(default_factory=list)
+    """Each damage found, as a sentence (empty: intact)."""
+    warnings: list[str] = field(default_factory=list)
+    """What is odd but not damage: a table behind the others (a crash mid-batch, or a lost commit;
+    the next pipeline run commits the batch again)."""
+    txns: dict[str, int] = field(default_factory=dict)
+    """The Kafka offsets (``txn`` versions) it committed, by app id."""
+
+    @property
+    def ok(self) -> bool:
+        """No damage found."""
+        return not self.problems
+
+
+def _log_problems(log_dir: Path) -> tuple[int | None, list[str]]:
+    """The latest version in a ``_delta_log`` and what is wrong with the log itself."""
+    problems: list[str] = []
+    versions = sorted(int(m.group(1)) for p in log_dir.iterdir() if (m := _COMMIT.match(p.name)))
+    if not versions:
+        return None, [f"{log_dir} holds no commit"]
+    start = 0
+    last_cp = log_dir / "_last_checkpoint"
+    if last_cp.exists():
+        try:
+            cp = int(json.loads(last_cp.read_text())["version"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problems.append(f"_last_checkpoint is unreadable ({exc})")
+            cp = None
+        if cp is not None:
+            if cp > versions[-1]:
+                problems.append(
+                    f"_last_checkpoint names version {cp}, but the newest commit is {versions[-1]}"
+                )
+            start = cp
+    expected = list(range(max(start, versions[0]), versions[-1] + 1))
+    missing = sorted(set(expected) - set(versions))
+    if missing:
+        problems.append(f"commit(s) {', '.join(map(str, missing[:5]))} missing from the log")
+    for v in versions[-3:]:  # the newest commits are the ones a crash or a bad copy damages
+        path = log_dir / f"{v:020d}.json"
+        try:
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    json.loads(line)
+        except (OSError, ValueError) as exc:
+            problems.append(f"commit {v} ({path.name}) does not parse: {str(exc)[:120]}")
+    return versions[-1], problems
+
+
+def check_table(lake: Lake, name: str) -> TableCheck:
+    """Check one table of a local lake (see the module docstring)."""
+    from deltalake import DeltaTable
+
+    out = TableCheck(name)
+    root = Path(lake.uri(name))
+    log_dir = root / "_delta_log"
+    if "://" in lake.root:
+        log_dir = Path("/nonexistent")  # object stores: only what delta-rs itself checks
+    if log_dir.is_dir():
+        out.exists = True
+        out.version, out.problems = _log_problems(log_dir)
+    try:
+        dt = DeltaTable(lake.uri(name), storage_options=lake.storage_options)
+    except Exception as exc:  # noqa: BLE001 - delta-rs raises several types for a damaged log
+        if out.exists or "://" in lake.root:
+            out.problems.append(f"the table does not open: {str(exc).splitlines()[0][:200]}")
+        return out
+    out.exists = True
+    out.version = dt.version()
+    try:
+        uris = dt.file_uris()
+    except Exception as exc:  # noqa: BLE001
+        out.problems.append(f"its file list does not load: {str(exc).splitlines()[0][:200]}")
+        return out
+    out.files = len(uris)
+    gone = [u for u in uris if "://" not in u and not Path(u).exists()]
+    if gone:
+        out.problems.append(f"{len(gone)} data file(s) its log names are gone, e.g. {Path(gone[0]).name}")
+    for app in _recent_app_ids(log_dir):
+        try:
+            v = dt.transaction_version(app)
+        except Exception:  # noqa: BLE001 - agreement is then unchecked for this app
+            continue
+        if v is not None:
+            out.txns[app] = int(v)
+    return out
+
+
+def _recent_app_ids(log_dir: Path, commits: int = 20) -> set[str]:
+    """The ``txn`` app ids the newest commits carry (every micro-batch commits one per partition)."""
+    apps: set[str] = set()
+    if not log_dir.is_dir():
+        return apps
+    paths = sorted(p for p in log_dir.iterdir() if _COMMIT.match(p.name))[-commits:]
+    for path in paths:
+        try:
+            for line in path.read_text().splitlines():
+                if '"txn"' in line:
+                    apps.add(str(json.loads(line)["txn"]["appId"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return apps
+
+
+def check_lake(lake: Lake, tables: tuple[str, ...] = tuple(TABLES)) -> list[TableCheck]:
+    """Check every table, then the pipeline tables' agreement on the offsets they committed."""
+    checks = [check_table(lake, t) for t in tables]
+    pipeline = [c for c in checks if c.table in PIPELINE_TABLES and c.exists and c.ok and c.txns]
+    for app in sorted({a for c in pipeline for a in c.txns}):
+        newest = max(c.txns.get(app, -1) for c in pipeline)
+        for c in pipeline:
+            have = c.txns.get(app, -1)
+            if have < newest:
+                c.warnings.append(
+                    f"behind the other tables on {app} (offset {have} < {newest}): a pipeline is writing "
+                    "now, stopped mid-batch, or a commit was lost; the next `trajlake pipeline run` commits "
+                    "it again"
+                )
+    return checks
+
+
+def refuse_damaged(lake: Lake, tables: tuple[str, ...] = PIPELINE_TABLES) -> None:
+    """Raise before writing on top of a damaged table (its log does not read, or it has a gap).
+
+    Only the log is checked here (cheap: no data file is opened); missing data files are found
+    when they are read.
+
+    Raises:
+        LakeDamagedError: a table's log is damaged.
+    """
+    from pipelines.errors import LakeDamagedError
+
+    for name in tables:
+        log_dir = Path(lake.uri(name)) / "_delta_log"
+        if "://" in lake.root or not log_dir.is_dir():
+            continue
+        version, problems = _log_problems(log_dir)
+        if problems:
+            raise LakeDamagedError(
+                f"table {name} of the lake at {lake.root} is damaged at version {version}: "
+                f"{problems[0]}; {REBUILD}"
+            )
+
+
+def damage_summary(checks: list[TableCheck]) -> str | None:
+    """One sentence naming the damaged tables and the fix, or ``None`` when the lake is intact."""
+    bad = [c for c in checks if not c.ok]
+    if not bad:
+        return None
+    parts = [f"{c.table} (version {c.version}): {c.problems[0]}" for c in bad]
+    return f"the lake is damaged: {'; '.join(parts)}; {REBUILD}"
