@@ -316,7 +316,7 @@ class LakeReader:
             self.latest(name)
         except LakeUnavailableError as exc:
             return [str(exc)]
-        return check_table(self.lake, name).problems
+        return check_table(self.lake, name, footers=False).problems
 
     def clear(self) -> None:
         """Drop everything cached (the next request reads from the lake again)."""

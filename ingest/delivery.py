@@ -71,7 +71,7 @@ def count_damage(stats: DeliveryStats, found: list[Damage]) -> None:
     for d in found:
         if d.kind == "torn":
             stats.torn += 1
-        elif d.kind == "damaged":
+        elif d.kind in ("damaged", "truncated", "missing"):
             stats.damaged += 1
             stats.damaged_bytes += d.size
 

@@ -44,6 +44,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from crc32c import crc32c
+
 from ingest.delivery import DeliveryStats, count_damage
 from ingest.errors import DeliveryTimeoutError, SinkError, SinkRejectedError, SpoolError
 from ingest.kafka_sink import KafkaSink, KafkaSinkConfig, is_rejection
@@ -54,7 +56,9 @@ from ingest.spool import (
     Spool,
     lock_file,
     lock_is_free,
+    missing_segments,
     quarantine,
+    retire,
     scan_frames,
     segment_numbers,
     segment_path,
@@ -69,6 +73,10 @@ READ_AHEAD = 256 << 10
 """Bytes read at a time from a segment still being written (a larger frame is read whole)."""
 ORPHAN_TIMEOUT_S = 300.0
 """A shipper whose worker is gone gives up after its bootstrap stayed unreachable this long."""
+
+
+def _progress_crc(fields: dict[str, Any]) -> int:
+    return int(crc32c(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()))
 
 
 @dataclass
@@ -113,11 +121,19 @@ class Progress:
 
     @classmethod
     def read(cls, directory: Path) -> Progress | None:
-        """The last progress written in ``directory`` (None if none or unreadable)."""
+        """The last progress written in ``directory`` (None if none, unreadable or damaged).
+
+        The file carries a CRC32C of its fields: a damaged one (even one that is still valid
+        JSON) reads as no progress, so everything is sent again (duplicates, never a loss).
+        """
         try:
             data = json.loads((directory / PROGRESS).read_text())
+            crc = data.pop("crc")
+            if crc != _progress_crc(data):
+                log.warning("%s/%s fails its checksum; treating it as no progress", directory, PROGRESS)
+                return None
             return cls(**data)
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
 
     def write(self, directory: Path) -> bool:
@@ -127,8 +143,9 @@ class Progress:
         tells the worker so): the caller keeps the progress and writes it again later.
         """
         tmp = directory / f".{PROGRESS}.{os.getpid()}.tmp"
+        fields = asdict(self)
         try:
-            tmp.write_text(json.dumps(asdict(self)))
+            tmp.write_text(json.dumps({**fields, "crc": _progress_crc(fields)}))
             tmp.replace(directory / PROGRESS)
         except OSError as exc:
             with contextlib.suppress(OSError):
@@ -189,7 +206,7 @@ class Shipper:
         self._dirty = True
         self._stop = False
         self._part_cache: tuple[bytes, int | None] = (b"", None)
-        self._truncated: set[int] = set()
+        self._seen_damage: set[tuple[int, Damage]] = set()
 
     # ------------------------------------------------------------- reading
 
@@ -224,10 +241,15 @@ class Shipper:
     def _keep_damage(self, damage: list[Damage], data: bytes) -> None:
         p = self.progress
         for d in damage:
+            if (self._seg, d) in self._seen_damage:
+                continue  # scanned again (a final segment is read until the shipper moves on)
             quarantine(self.directory, self._seg, d, data[d.start - self._off : d.end - self._off],
                        found_by="shipper")  # fmt: skip
+            self._seen_damage.add((self._seg, d))
             if d.kind == "torn":
                 p.torn += 1
+            elif d.kind == "truncated":
+                p.truncated += 1
             else:
                 p.damaged += 1
                 p.damaged_bytes += d.size
@@ -247,18 +269,13 @@ class Shipper:
             nxt = self._next_segment(self._seg)
             if nxt is None:
                 return 0
+            self._note_missing(nxt)
             self._seg, self._off, self._cnt = nxt, 0, 0
         path = segment_path(self.directory, self._seg)
         later = self._next_segment(self._seg) is not None
         data, final = self._read(path, later or self._worker_gone())
         scan = scan_frames(data, self._off, final=final, sealed_expected=later)
         self._keep_damage(scan.damage, data)
-        if scan.missing_seal and self._seg not in self._truncated:
-            self._truncated.add(self._seg)
-            self.progress.truncated += 1
-            self._dirty = True
-            log.warning("%s has no seal: the file was truncated (records after %d are gone)", path.name,
-                        scan.stop)  # fmt: skip
         for f in scan.frames:
             ck, cp = self._part_cache
             if f.key != ck:
@@ -278,9 +295,21 @@ class Shipper:
         if final and (scan.sealed or self._off >= self._file_end(path)) and not scan.frames:
             nxt = self._next_segment(self._seg)
             if nxt is not None:
+                self._note_missing(nxt)
                 self._seg, self._off, self._cnt = nxt, 0, 0
                 return self._read_more()
         return len(scan.frames)
+
+    def _note_missing(self, upto: int) -> None:
+        """Segments below ``upto`` that vanished unacknowledged: count them and mark them in quarantine."""
+        gone = [n for n in missing_segments(self.directory) if n < upto]
+        for n in gone:
+            lost = Damage(0, 0, "missing", 0)
+            quarantine(self.directory, n, lost, b"", found_by="shipper: the segment file is gone")
+            retire(self.directory, [n], "missing")
+            self.progress.damaged += 1
+            self._dirty = True
+            log.error("segment %d of %s is gone, its records never acknowledged", n, self.directory)
 
     def _file_end(self, path: Path) -> int:
         try:
@@ -385,9 +414,10 @@ class Shipper:
                 return False
             # Every segment up to the read position is done: its records acknowledged, its damage
             # (if any) kept in the quarantine.
-            for n in segment_numbers(self.directory):
-                if n <= max(self.progress.segment, self._seg):
-                    segment_path(self.directory, n).unlink(missing_ok=True)
+            done = [n for n in segment_numbers(self.directory) if n <= max(self.progress.segment, self._seg)]
+            retire(self.directory, done)
+            for n in done:
+                segment_path(self.directory, n).unlink(missing_ok=True)
             self._publish(force=True)
             return True
         finally:
@@ -523,7 +553,12 @@ class ShippedDelivery:
         self.shipper_progress: Progress | None = None
         spool.recover()  # counts the records earlier processes left (the shipper sends them)
         count_damage(self.stats, spool.damage_found)
-        self._apply(Progress.read(spool.directory))
+        progress = Progress.read(spool.directory)
+        if progress is not None:
+            # numbers the shipper has passed are never used again (a lost NEXT file must not make
+            # new records look shipped)
+            spool.reserve(progress.segment + 1)
+        self._apply(progress)
         self.stats.recovered = spool.pending
         self._closed = False
         self._proc: subprocess.Popen[bytes] | None = None

@@ -82,7 +82,9 @@ QUARANTINE_DIR = "quarantine"
 MIN_SEGMENT_BYTES = 64 << 10
 
 FsyncPolicy = Literal["never", "interval", "always"]
-DamageKind = Literal["damaged", "torn", "rejected"]
+DamageKind = Literal["damaged", "torn", "rejected", "truncated", "missing"]
+RETIRED = "RETIRED"
+"""Ledger of segment numbers deleted once every record in them was acknowledged (see :func:`retire`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +123,11 @@ class Damage:
     start: int
     end: int
     kind: DamageKind
-    """``damaged`` (intact frames follow it, or the segment was sealed) or ``torn`` (the unsealed
-    tail a crash mid-append leaves: an append that never returned)."""
+    """``damaged`` (intact frames follow it, or the segment was sealed), ``torn`` (the unsealed
+    tail a crash mid-append leaves: an append that never returned), ``rejected`` (a record Kafka
+    refused for good), ``truncated`` (a sealed segment that ends before its seal, at a frame
+    boundary: the records after the cut are gone) or ``missing`` (a segment file that is gone
+    although its records were never acknowledged)."""
     records_at_least: int
     """Frames that started in the range (their magic survived); at least 1 for ``damaged``."""
 
@@ -296,6 +301,16 @@ def scan_frames(
             out.damage.append(_damage(data, base, bad_from, bad_from + len(tail.rstrip(b"\0")), kind))
     out.stop = base + pos
     out.missing_seal = final and sealed_expected and not out.sealed
+    if out.missing_seal and not (out.damage and out.damage[-1].end >= base + len(data.rstrip(b"\0"))):
+        # cut at a frame boundary: no bad byte to see, but the seal is gone and what followed it
+        end = base + len(data.rstrip(b"\0"))
+        out.damage.append(Damage(end, end, "truncated", 0))
+    if (
+        out.sealed and base == 0 and final and not out.damage and out.sealed_count is not None
+        and len(out.frames) < out.sealed_count
+    ):  # fmt: skip
+        # whole frames cut out of a sealed segment: the seal still counts them
+        out.damage.append(Damage(out.stop, out.stop, "missing", out.sealed_count - len(out.frames)))
     if out.sealed and final and pos < n and any(data[pos:]):
         out.damage.append(_damage(data, base, pos, n, "damaged"))  # bytes after a seal: never written by us
         out.stop = base + n
@@ -372,6 +387,85 @@ def quarantined(directory: Path) -> list[dict[str, object]]:
 
 
 # ================================================================== files and locks
+
+
+def retire(directory: Path, numbers: list[int], note: str = "") -> None:
+    """Note in the ``RETIRED`` ledger that segments were deleted (before deleting them).
+
+    A segment number below ``NEXT`` that is neither on disk nor in the ledger is a segment
+    that vanished with unacknowledged records in it (:func:`missing_segments`). ``note``
+    marks a line (``missing``: a gap already reported, so it is reported once).
+    """
+    if not numbers:
+        return
+    text = "".join(f"{n} {note}".rstrip() + "\n" for n in numbers)
+    try:
+        with open(Path(directory) / RETIRED, "a") as fh:
+            fh.write(text)
+    except OSError:
+        pass  # a full disk: the worst case is a gap reported later that lost nothing
+
+
+def _ledger(directory: Path) -> tuple[int, set[int]]:
+    """``(first tracked number, retired numbers)`` from the ``RETIRED`` ledger."""
+    first, out = 0, set[int]()
+    try:
+        lines = (Path(directory) / RETIRED).read_text().splitlines()
+    except FileNotFoundError:
+        return -1, out
+    except OSError:
+        return -1, out
+    for line in lines:
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            if parts[0] == "from" and len(parts) == 2:
+                first = max(first, int(parts[1]))
+            else:
+                out.add(int(parts[0]))
+        except ValueError:
+            continue
+    return first, out
+
+
+def read_next(directory: Path) -> int:
+    """The next segment number ``NEXT`` records (0 when missing or unreadable)."""
+    try:
+        return max(0, int((Path(directory) / "NEXT").read_text().strip() or 0))
+    except (OSError, ValueError):
+        return 0
+
+
+def missing_segments(directory: Path, numbers: list[int] | None = None) -> list[int]:
+    """Segment numbers that were allocated and are gone without being retired (lost records).
+
+    Numbers below the ledger's first tracked one (a spool older than the ledger) are not judged.
+    """
+    first, retired = _ledger(directory)
+    if first < 0:
+        return []
+    present = set(segment_numbers(directory) if numbers is None else numbers)
+    top = max([read_next(directory), *(n + 1 for n in present)], default=0)
+    return [n for n in range(first, top) if n not in present and n not in retired]
+
+
+def _compact_ledger(directory: Path, present: list[int]) -> None:
+    """Rewrite a long ledger as ``from K`` plus what is above K (K: first number still in use)."""
+    path = Path(directory) / RETIRED
+    first, retired = _ledger(directory)
+    if first < 0 or len(retired) < 1024:
+        return
+    k = first
+    live = set(present)
+    while k in retired and k not in live:
+        k += 1
+    tmp = path.with_suffix(".tmp")
+    try:
+        tmp.write_text(f"from {k}\n" + "".join(f"{n}\n" for n in sorted(retired) if n >= k))
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 def segment_numbers(directory: Path) -> list[int]:
@@ -493,11 +587,15 @@ class Spool:
             # Segment numbers never go back, even once every segment is gone: a
             # shipper's progress refers to them.
             self._next_path = self.directory / "NEXT"
-            try:
-                persisted = int(self._next_path.read_text() or 0)
-            except (OSError, ValueError):
-                persisted = 0
-            self._next_number = max(persisted, (numbers[-1] + 1) if numbers else 0)
+            first, retired = _ledger(self.directory)
+            self._next_number = max(
+                [read_next(self.directory), *(n + 1 for n in numbers), *(n + 1 for n in retired)], default=0
+            )
+            if first < 0:
+                # a new spool (or one older than the ledger): gaps are judged from here on
+                (self.directory / RETIRED).write_text(f"from {self._next_number}\n")
+            else:
+                _compact_ledger(self.directory, numbers)
             self._disk_bytes = sum(s.size for s in self._recovered)
             # The active segment is allocated by the first append: opening a spool (to drain what
             # a dead worker left, say) needs no free space.
@@ -511,6 +609,11 @@ class Spool:
 
     def _segment_path(self, n: int) -> Path:
         return segment_path(self.directory, n)
+
+    def reserve(self, number: int) -> None:
+        """Never use segment numbers below ``number`` again (a shipper's progress names them)."""
+        with self._cond:
+            self._next_number = max(self._next_number, number)
 
     def _os_error(self, what: str, exc: OSError) -> SpoolError:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -526,11 +629,12 @@ class Spool:
         capacity = max(self.segment_bytes, min_capacity + HEADER_SIZE + _SEAL_BODY.size)
         capacity += (-capacity) % mmap.PAGESIZE
         try:
+            seg.fd = os.open(seg.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.posix_fallocate(seg.fd, 0, capacity)
+            # NEXT after the file exists: a number below NEXT that is gone was really lost
             tmp = self._next_path.with_suffix(".tmp")
             tmp.write_text(str(self._next_number + 1))
             tmp.replace(self._next_path)
-            seg.fd = os.open(seg.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.posix_fallocate(seg.fd, 0, capacity)
             # MAP_POPULATE faults the pages in now, not one by one on the append path.
             seg.map = mmap.mmap(
                 seg.fd, capacity, mmap.MAP_SHARED | mmap.MAP_POPULATE, mmap.PROT_READ | mmap.PROT_WRITE
@@ -567,6 +671,7 @@ class Spool:
     def _maybe_delete(self, seg: Segment) -> None:
         # Caller holds the condition's lock.
         if seg.sealed and not seg.deleted and seg.acked >= seg.appended:
+            retire(self.directory, [seg.number])
             try:
                 seg.path.unlink()
             except FileNotFoundError:
@@ -594,6 +699,11 @@ class Spool:
         """
         out: list[SpoolRecord] = []
         with self._cond:
+            for n in missing_segments(self.directory, [seg.number for seg in self._recovered]):
+                d = Damage(0, 0, "missing", 0)
+                quarantine(self.directory, n, d, b"", found_by="recover: the segment file is gone")
+                retire(self.directory, [n], "missing")  # reported once
+                self.damage_found.append(d)
             last = max((seg.number for seg in self._recovered), default=-1)
             for seg in self._recovered:
                 data = seg.path.read_bytes()

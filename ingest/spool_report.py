@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingest.shipper import Progress, shipper_alive
-from ingest.spool import lock_is_free, quarantined, scan_frames, segment_numbers, segment_path
+from ingest.spool import (
+    lock_is_free,
+    missing_segments,
+    quarantined,
+    scan_frames,
+    segment_numbers,
+    segment_path,
+)
 
 
 @dataclass
@@ -33,11 +40,13 @@ class SpoolReport:
     """Damaged, torn and refused ranges kept beside it (``quarantine/index.jsonl``)."""
     shipper_error: str | None = None
     """The last delivery error its shipper reported."""
+    found: list[dict[str, object]] = field(default_factory=list)
+    """Damage seen on disk that nothing has quarantined yet (a drain or a shipper will)."""
 
     @property
     def damaged(self) -> list[dict[str, object]]:
-        """Quarantined ranges that lost records (``damaged``, ``rejected``); torn tails held none."""
-        return [q for q in self.quarantine if q.get("kind") != "torn"]
+        """Ranges that lost records (kept or still on disk); torn tails held none."""
+        return [q for q in self.quarantine + self.found if q.get("kind") != "torn"]
 
     @property
     def ok(self) -> bool:
@@ -54,6 +63,12 @@ def inspect_spool(directory: Path) -> SpoolReport:
     rep.worker_alive = (directory / "LOCK").exists() and not lock_is_free(directory / "LOCK")
     rep.shipper_alive = shipper_alive(directory)
     numbers = segment_numbers(directory)
+    rep.quarantine = quarantined(directory)
+    known = {(q.get("segment"), q.get("start"), q.get("end")) for q in rep.quarantine}
+    for n in missing_segments(directory, numbers):
+        if (n, 0, 0) not in known:
+            rep.found.append({"segment": n, "start": 0, "end": 0, "kind": "missing", "records_at_least": 0,
+                              "file": None})  # fmt: skip
     for n in numbers:
         path = segment_path(directory, n)
         try:
@@ -62,13 +77,17 @@ def inspect_spool(directory: Path) -> SpoolReport:
             continue
         rep.segments += 1
         rep.bytes += len(data)
-        frames = scan_frames(data, final=True, sealed_expected=n != numbers[-1]).frames
+        scan = scan_frames(data, final=True, sealed_expected=n != numbers[-1])
+        frames = scan.frames
+        for d in scan.damage:
+            if (n, d.start, d.end) not in known:
+                rep.found.append({"segment": n, "start": d.start, "end": d.end, "kind": d.kind,
+                                  "records_at_least": d.records_at_least, "file": None})  # fmt: skip
         if progress is not None and n < progress.segment:
             continue
         if progress is not None and n == progress.segment:
             frames = [f for f in frames if f.end > progress.offset]
         rep.records_left += len(frames)
-    rep.quarantine = quarantined(directory)
     return rep
 
 

@@ -22,7 +22,7 @@ from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
 from ingest.kafka_sink import MAX_MESSAGE_BYTES
-from pipelines.delta_sink import Lake, OffsetRange, WriteMode
+from pipelines.delta_sink import CONFLICT_PREFIX, Lake, OffsetRange, WriteMode
 from pipelines.failures import failure_rows
 from pipelines.projection import episode_row, fold_episode, reward_rows, step_rows
 from schemas.codec import parse_event
@@ -243,28 +243,39 @@ def same_content(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return all(a[c] == b[c] for c in CONTENT_COLUMNS)
 
 
-def conflict_row(loser: dict[str, Any], winner: dict[str, Any]) -> dict[str, Any]:
-    """The ``quarantine`` row of an event whose id already names another event."""
-    t, p, o = _log_position(winner)
-    envelope = {
-        "event_id": loser["event_id"], "episode_id": loser["episode_id"], "seq": loser["seq"],
-        "type": loser["type"], "ts": loser["ts"].isoformat(), "schema_version": loser["schema_version"],
-        "producer": json.loads(loser["producer"]), "payload": json.loads(loser["payload"]),
-    }  # fmt: skip
+def _envelope(row: dict[str, Any]) -> dict[str, Any]:
+    """An ``events`` row as the event it holds (what a conflict's ``quarantine`` row keeps as ``raw``)."""
     return {
-        "topic": loser["topic"],
-        "partition": loser["partition"],
-        "offset": loser["offset"],
-        "key": loser["episode_id"].encode("utf-8"),
+        "event_id": row["event_id"], "episode_id": row["episode_id"], "seq": row["seq"],
+        "type": row["type"], "ts": row["ts"].isoformat(), "schema_version": row["schema_version"],
+        "producer": json.loads(row["producer"]), "payload": json.loads(row["payload"]),
+    }  # fmt: skip
+
+
+def _conflict(
+    position: tuple[str, int, int], envelope: dict[str, Any], winner: dict[str, Any]
+) -> dict[str, Any]:
+    topic, partition, offset = position
+    t, p, o = _log_position(winner)
+    return {
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "key": str(envelope["episode_id"]).encode("utf-8"),
         "raw": json.dumps(envelope, separators=(",", ":")).encode("utf-8"),
         "error": (
-            f"conflict: event_id {loser['event_id']} already names another event, at {t}/{p}/{o} "
+            f"{CONFLICT_PREFIX}{envelope['event_id']} already names another event, at {t}/{p}/{o} "
             f"(episode {winner['episode_id']}, seq {winner['seq']}); this copy at "
-            f"{loser['topic']}/{loser['partition']}/{loser['offset']} has different content"
+            f"{topic}/{partition}/{offset} has different content"
         ),
         "error_fields": ["event_id"],
         "kafka_ts": None,
     }
+
+
+def conflict_row(loser: dict[str, Any], winner: dict[str, Any]) -> dict[str, Any]:
+    """The ``quarantine`` row of an event whose id already names another event."""
+    return _conflict(_log_position(loser), _envelope(loser), winner)
 
 
 class DedupEvents(beam.PTransform):  # type: ignore[type-arg]
@@ -329,6 +340,7 @@ class _ResolveFn(beam.DoFn):
             for r in lake.read_events_by_id(ids[i : i + self.chunk]).to_pylist():
                 stored[r["event_id"]] = r
         fresh, conflicts, replaced = [], [], []
+        swapped: dict[str, dict[str, Any]] = {}
         for eid, rows in copies.items():
             old = stored.get(eid)
             # the copy earliest in the log names the event, whichever batch it came in (so replay agrees)
@@ -344,12 +356,29 @@ class _ResolveFn(beam.DoFn):
             elif winner is not old:
                 fresh.append(winner)
                 replaced.append((old["event_id"], old["event_date"], old["episode_id"]))
+                swapped[eid] = winner
+        # Copies quarantined against the copy that just lost: judged again against the new winner
+        # (a re-send of it is no conflict), so the lake is what replaying the whole log gives.
+        released = []
+        if swapped:
+            for q in lake.read_conflicts(sorted(swapped)):
+                envelope = json.loads(q["raw"])
+                new = swapped.get(str(envelope.get("event_id")))
+                if new is None:
+                    continue
+                position = (q["topic"], q["partition"], q["offset"])
+                if envelope == _envelope(new):
+                    released.append(position)
+                else:
+                    conflicts.append(_conflict(position, envelope, new))
         self.conflicts.inc(len(conflicts))
         yield fresh
         if conflicts:
             yield pvalue.TaggedOutput("conflicts", conflicts)
         if replaced:
             yield pvalue.TaggedOutput("replaced", replaced)
+        if released:
+            yield pvalue.TaggedOutput("released", released)
 
 
 class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
@@ -359,7 +388,9 @@ class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
     partition: a stored copy with the same content makes the new one a
     duplicate (dropped); with other content the copy earliest in the log wins
     (``conflicts`` gets the other as a ``quarantine`` row; when the new copy is
-    earlier, ``replaced`` names the stored row it replaces).
+    earlier, ``replaced`` names the stored row it replaces, the conflicts quarantined
+    against that row are judged again against the new copy, and ``released`` names
+    the ``quarantine`` rows that turn out to be re-sends of it).
     """
 
     def __init__(self, lake_root: str) -> None:
@@ -371,7 +402,9 @@ class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
             batches
             | "All" >> beam.combiners.ToList()
             | "Lookup"
-            >> beam.ParDo(_ResolveFn(self.lake_root)).with_outputs("conflicts", "replaced", main="events")
+            >> beam.ParDo(_ResolveFn(self.lake_root)).with_outputs(
+                "conflicts", "replaced", "released", main="events"
+            )
         )
 
 
@@ -482,14 +515,15 @@ class _CommitFn(beam.DoFn):
         parts = [pq.read_table(p, schema=schema) for p in paths]
         table = pa.concat_tables(parts) if parts else pa.Table.from_pylist([], schema=schema)
         lake = Lake(self.lake_root)
+        events = self.table == "events"
         committed = lake.write(
             self.table, table, mode=self.mode, txns=self.txns, episodes=touched,
-            replacing=[(r[0], r[1]) for r in replaced],
+            replacing=[(r[0], r[1]) if events else r for r in replaced],
         )  # fmt: skip
         for p in paths:
             Path(p).unlink(missing_ok=True)
         self.rows.inc(table.num_rows)
-        episodes: set[str] = {r[2] for r in replaced}
+        episodes: set[str] = {r[2] for r in replaced} if events else set()
         if "episode_id" in schema.names and table.num_rows:
             episodes |= set(table.column("episode_id").to_pylist())
         yield {
@@ -512,7 +546,8 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
     lists), ``replace_episodes`` empties the rows of those episodes that the
     input no longer has. With ``after``, the commit waits for that PCollection
     (another table's commit summary); with ``replaced`` (lists of ``(event_id,
-    event_date, episode_id)``), those stored ``events`` rows are removed first.
+    event_date, episode_id)`` for ``events``, of ``(topic, partition, offset)``
+    for ``quarantine``), those stored rows are removed first.
     """
 
     def __init__(

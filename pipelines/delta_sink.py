@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 PIPELINE_TABLES = ("events", "quarantine", "episodes", "steps", "rewards", "failures")
 """The tables the log pipeline writes."""
 
+CONFLICT_PREFIX = "conflict: event_id "
+"""How a conflict's ``quarantine`` row's error starts (then the event id and a space)."""
+
 WriteMode = Literal["insert_new", "upsert", "replace_episodes"]
 
 
@@ -175,6 +178,18 @@ class Lake:
             "events", version=version, where="event_id IN (" + ", ".join(_sql(e) for e in event_ids) + ")"
         )
 
+    def read_conflicts(self, event_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The ``quarantine`` rows of copies that conflicted with these event ids."""
+        if not event_ids or not self.exists("quarantine"):
+            return []
+        out: list[dict[str, Any]] = []
+        for i in range(0, len(event_ids), 500):
+            scope = " OR ".join(
+                f"starts_with(error, {_sql(CONFLICT_PREFIX + e + ' ')})" for e in event_ids[i : i + 500]
+            )
+            out += self.read("quarantine", where=scope).to_pylist()
+        return out
+
     def read_episodes_events(self, episode_ids: Sequence[str], version: int | None = None) -> pa.Table:
         """Every ``events`` row of the given episodes."""
         if not episode_ids:
@@ -218,7 +233,7 @@ class Lake:
         txns: Mapping[str, int] | None = None,
         max_attempts: int = 5,
         episodes: Sequence[str] = (),
-        replacing: Sequence[tuple[str, Any]] = (),
+        replacing: Sequence[tuple[Any, ...]] = (),
     ) -> bool:
         """Commit ``rows`` to ``name`` with ``txns`` (app id -> version), exactly once.
 
@@ -232,7 +247,8 @@ class Lake:
                 replaces (those with no row left are emptied).
             txns: the ``txn`` actions committed with the rows.
             max_attempts: commit attempts (conflicts, unknown outcomes).
-            replacing: ``events`` only: ``(event_id, event_date)`` of stored rows that ``rows``
+            replacing: keys of stored rows removed first: ``(event_id, event_date)`` for ``events``,
+                the primary key for other tables. For ``events``: the stored rows that ``rows``
                 replace; deleted first (a re-run finds them gone, or the new rows already in).
 
         Returns:
@@ -246,9 +262,16 @@ class Lake:
         if txns and self._holds(name, txns):
             return False
         if replacing:
-            scope = " OR ".join(
-                f"(event_id = {_sql(i)} AND event_date = '{d}')" for i, d in sorted(replacing)
-            )
+            if name == "events":
+                scope = " OR ".join(
+                    f"(event_id = {_sql(i)} AND event_date = '{d}')" for i, d in sorted(replacing)
+                )
+            else:
+                cols = PRIMARY_KEYS[name]
+                scope = " OR ".join(
+                    "(" + " AND ".join(f'"{c}" = {_sql(v)}' for c, v in zip(cols, key, strict=True)) + ")"
+                    for key in sorted(replacing)
+                )
             self.table(name).delete(scope)
         schema = TABLES[name]
         data = rows.select(schema.names).cast(schema) if rows.num_rows else pa.Table.from_pylist([], schema)

@@ -77,16 +77,62 @@ def _log_problems(log_dir: Path) -> tuple[int | None, list[str]]:
     for v in versions[-3:]:  # the newest commits are the ones a crash or a bad copy damages
         path = log_dir / f"{v:020d}.json"
         try:
-            for line in path.read_text().splitlines():
-                if line.strip():
-                    json.loads(line)
+            actions = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         except (OSError, ValueError) as exc:
             problems.append(f"commit {v} ({path.name}) does not parse: {str(exc)[:120]}")
+            continue
+        if not actions:
+            problems.append(f"commit {v} ({path.name}) is empty (every commit holds at least one action)")
     return versions[-1], problems
 
 
-def check_table(lake: Lake, name: str) -> TableCheck:
-    """Check one table of a local lake (see the module docstring)."""
+def _file_problems(dt: object, *, footers: bool) -> list[str]:
+    """Data files of the current version that are gone, resized, or (``footers``) not Parquet.
+
+    Sizes are compared with what the log records; with ``footers`` each file's Parquet footer
+    is read too.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        actions = dt.get_add_actions(flatten=True)  # type: ignore[attr-defined]
+        uris = dt.file_uris()  # type: ignore[attr-defined]
+        sizes = actions.column("size_bytes").to_pylist()
+    except Exception as exc:  # noqa: BLE001 - delta-rs raises several types for a damaged log
+        return [f"its file list does not load: {str(exc).splitlines()[0][:200]}"]
+    gone, resized, unreadable = [], [], []
+    for uri, size in zip(uris, sizes, strict=False):
+        if "://" in uri:
+            continue  # object stores: only what delta-rs itself checks
+        path = Path(uri)
+        try:
+            have = path.stat().st_size
+        except FileNotFoundError:
+            gone.append(path.name)
+            continue
+        if size is not None and have != size:
+            resized.append(f"{path.name} ({have:,} bytes, the log says {size:,})")
+            continue
+        if footers:
+            try:
+                pq.read_metadata(path)
+            except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a bad file
+                unreadable.append(f"{path.name} ({str(exc).splitlines()[0][:80]})")
+    out = []
+    if gone:
+        out.append(f"{len(gone)} data file(s) its log names are gone, e.g. {gone[0]}")
+    if resized:
+        out.append(f"{len(resized)} data file(s) are not the size its log records, e.g. {resized[0]}")
+    if unreadable:
+        out.append(f"{len(unreadable)} data file(s) are not readable Parquet, e.g. {unreadable[0]}")
+    return out
+
+
+def check_table(lake: Lake, name: str, *, footers: bool = True) -> TableCheck:
+    """Check one table of a local lake (see the module docstring).
+
+    ``footers``: also read every data file's Parquet footer (one small read per file).
+    """
     from deltalake import DeltaTable
 
     out = TableCheck(name)
@@ -111,9 +157,7 @@ def check_table(lake: Lake, name: str) -> TableCheck:
         out.problems.append(f"its file list does not load: {str(exc).splitlines()[0][:200]}")
         return out
     out.files = len(uris)
-    gone = [u for u in uris if "://" not in u and not Path(u).exists()]
-    if gone:
-        out.problems.append(f"{len(gone)} data file(s) its log names are gone, e.g. {Path(gone[0]).name}")
+    out.problems += _file_problems(dt, footers=footers)
     for app in _recent_app_ids(log_dir):
         try:
             v = dt.transaction_version(app)
@@ -160,8 +204,9 @@ def check_lake(lake: Lake, tables: tuple[str, ...] = tuple(TABLES)) -> list[Tabl
 def refuse_damaged(lake: Lake, tables: tuple[str, ...] = PIPELINE_TABLES) -> None:
     """Raise before writing on top of a damaged table (its log does not read, or it has a gap).
 
-    Only the log is checked here (cheap: no data file is opened); missing data files are found
-    when they are read.
+    Cheap: the log, and the size of every data file the current version names (no data file is
+    opened; a file damaged without changing its size is found when it is read, and by
+    ``trajlake lake check``).
 
     Raises:
         LakeDamagedError: a table's log is damaged.
@@ -173,6 +218,15 @@ def refuse_damaged(lake: Lake, tables: tuple[str, ...] = PIPELINE_TABLES) -> Non
         if "://" in lake.root or not log_dir.is_dir():
             continue
         version, problems = _log_problems(log_dir)
+        if not problems:
+            from deltalake import DeltaTable
+
+            try:
+                problems = _file_problems(
+                    DeltaTable(lake.uri(name), storage_options=lake.storage_options), footers=False
+                )
+            except Exception as exc:  # noqa: BLE001 - delta-rs raises several types for a damaged log
+                problems = [f"the table does not open: {str(exc).splitlines()[0][:200]}"]
         if problems:
             raise LakeDamagedError(
                 f"table {name} of the lake at {lake.root} is damaged at version {version}: "

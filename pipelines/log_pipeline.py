@@ -174,7 +174,10 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> N
     resolved = deduped | "ResolveStoredEvents" >> ResolveStoredEvents(lake)
     quarantined = (parsed.quarantine, resolved.conflicts) | "AllQuarantined" >> beam.Flatten()
     # quarantine first: a conflict's losing copy is in quarantine before the winner replaces it
-    kept = quarantined | "WriteQuarantine" >> WriteDelta(lake, "quarantine", "insert_new", txns, batched=True)
+    # upsert: a conflict judged again against a new winner is rewritten (or released: removed)
+    kept = quarantined | "WriteQuarantine" >> WriteDelta(
+        lake, "quarantine", "upsert", txns, batched=True, replaced=resolved.released
+    )
     written = resolved.events | "WriteEvents" >> WriteDelta(
         lake, "events", "insert_new", txns, batched=True, after=kept, replaced=resolved.replaced
     )

@@ -288,8 +288,8 @@ def spool_status() -> None:
     damaged = [q for r in reports for q in r.damaged]
     if left or damaged:
         fail(
-            f"{left} records not yet in Kafka; {len(damaged)} damaged ranges kept in quarantine "
-            "(`trajlake spool drain` sends what workers that are gone left)"
+            f"{left} records not yet in Kafka; {len(damaged)} damaged ranges (see the table); "
+            "`trajlake spool drain` sends what workers that are gone left and keeps the damage in quarantine"
         )
 
 
@@ -315,15 +315,21 @@ def spool_drain(
         return
     require_broker(s.kafka_bootstrap)
     problems: list[str] = []
-    reports = []
     for d in dirs:
-        known = {str(q["file"]) for q in quarantined(d)}
+        known = {(q.get("segment"), q.get("start"), q.get("end")) for q in quarantined(d)}
+        left = 0
         try:
+            # inline: this process sends what the spool holds and counts Kafka's acknowledgements
+            # itself (no shipper, no progress file to write: a drain works on a full disk)
             rec = EpisodeRecorder.open(
-                bootstrap=s.kafka_bootstrap, home=s.home, worker_id=d.name, topic=s.topic_episodes
-            )
+                bootstrap=s.kafka_bootstrap, home=s.home, worker_id=d.name, topic=s.topic_episodes,
+                delivery="inline",
+            )  # fmt: skip
         except SpoolLockedError:
             console.print(f"{d.name}: owned by a live worker, skipped")
+            continue
+        except (TrajlakeError, OSError) as exc:
+            problems.append(f"{d.name}: cannot open the spool: {exc}")
             continue
         found = rec.delivery.stats.recovered
         try:
@@ -331,22 +337,28 @@ def spool_drain(
         except TrajlakeError as exc:
             problems.append(f"{d.name}: {exc}")
         finally:
+            left = rec.delivery.pending
             rec.close()
         rep = inspect_spool(d)
-        reports.append(rep)
-        new = [q for q in rep.damaged if str(q["file"]) not in known]
-        delivered = max(0, found - rep.records_left)
+        new = [q for q in rep.damaged if (q.get("segment"), q.get("start"), q.get("end")) not in known]
         console.print(
-            f"{d.name}: {delivered} of {found} records delivered, {rep.records_left} left, "
-            f"{len(rep.damaged)} damaged ranges in quarantine ({len(new)} found now)"
+            f"{d.name}: {max(0, found - left)} of {found} records delivered, {left} left, "
+            f"{len(rep.damaged)} damaged ranges ({len(new)} found now)"
         )
         for q in new:
-            problems.append(
-                f"{d.name}: {q['kind']} bytes {q['start']}..{q['end']} of segment {q['segment']} (at least "
-                f"{q['records_at_least']} record(s)) kept in {d / 'quarantine' / str(q['file'])}"
+            where = d / "quarantine" / str(q["file"]) if q.get("file") else "nowhere (nothing to keep)"
+            what = (
+                f"segment {q['segment']} is gone although its records were never acknowledged"
+                if q["kind"] == "missing"
+                else f"segment {q['segment']} ends before its seal at byte {q['start']} (the records after "
+                "the cut are gone)"
+                if q["kind"] == "truncated"
+                else f"{q['kind']} bytes {q['start']}..{q['end']} of segment {q['segment']} (at least "
+                f"{q['records_at_least']} record(s))"
             )
-        if rep.records_left:
-            problems.append(f"{d.name}: {rep.records_left} records still not acknowledged by Kafka")
+            problems.append(f"{d.name}: {what}; kept in {where}")
+        if left:
+            problems.append(f"{d.name}: {left} records still not acknowledged by Kafka")
     if problems:
         for p in problems:
             err_console.print(f"[red]{escape(p)}[/red]", highlight=False)

@@ -116,7 +116,11 @@ def require_lake(root: str | Path, tables: Iterable[str] = ()) -> Lake:
 
     Raises:
         TableMissingError: no lake there, or one of ``tables`` is not in it.
+        LakeDamagedError: one of them (every table, when ``tables`` is empty) is damaged: its
+            log, or a data file gone or resized.
     """
+    from pipelines.lake_check import refuse_damaged
+
     lake = Lake(str(root))
     present = lake.versions()
     if not present:
@@ -130,4 +134,5 @@ def require_lake(root: str | Path, tables: Iterable[str] = ()) -> Lake:
             f"the lake at {root} has no table {', '.join(missing)} yet; "
             "`trajlake pipeline run --once` folds the log into it"
         )
+    refuse_damaged(lake, tuple(tables) or tuple(present))
     return lake

@@ -286,3 +286,73 @@ def test_inline_delivery_with_the_broker_down_does_not_wait_on_metadata_per_reco
     assert sink.metadata_lookups <= 1
     assert rec.delivery.pending == 5 * 12  # all of it spooled
     rec.close(timeout=1)
+
+
+def _dead_spool_of_segments(home: Path, worker: str, n: int) -> tuple[Path, dict[int, list[bytes]]]:
+    """A dead worker's spool of ``n`` ~1 KiB records over several small sealed segments."""
+    d = home / "spool" / worker
+    sp = Spool(d, segment_bytes=64 << 10, max_bytes=64 << 20)
+    by_segment: dict[int, list[bytes]] = {}
+    for i in range(n):
+        doc = {"event_id": new_id(), "episode_id": f"ep-{worker}", "seq": i, "type": "annotation",
+               "ts": "2026-12-01T10:00:00Z", "schema_version": 1,
+               "producer": {"worker_id": worker, "host": "h", "sdk_version": "t"},
+               "payload": {"key": "k", "value": "x" * 1000}}  # fmt: skip
+        value = json.dumps(doc).encode()
+        seg, _ = sp.append("trajlake.episodes", f"ep-{worker}".encode(), value)
+        by_segment.setdefault(seg.number, []).append(value)
+    sp.close()
+    return d, by_segment
+
+
+def test_a_vanished_segment_and_a_seal_cut_at_a_frame_boundary_are_named_as_damage(
+    kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    from ingest.spool import scan_frames, segment_path
+
+    home = tmp_path / "home"
+    worker = "gone-gaps"
+    d, by_segment = _dead_spool_of_segments(home, worker, 300)
+    assert len(by_segment) >= 4
+    segment_path(d, 1).unlink()  # a whole segment gone: no bad byte left to see
+    seg2 = segment_path(d, 2)
+    frames = scan_frames(seg2.read_bytes(), final=True).frames
+    os.truncate(seg2, frames[-3].position)  # the seal and the last three records cut off cleanly
+    expected = {v for n, vs in by_segment.items() if n not in (1, 2) for v in vs} | set(by_segment[2][:-3])
+    env = {**os.environ, "TRAJLAKE_HOME": str(home), "TRAJLAKE_KAFKA_BOOTSTRAP": kafka.bootstrap,
+           "COLUMNS": "250"}  # fmt: skip
+    p = subprocess.run([TRAJLAKE, "spool", "drain"], env=env, capture_output=True, text=True, timeout=300)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1 and "Traceback" not in out, out
+    assert "segment 1 is gone" in out and "segment 2 ends before its seal" in out, out
+    kinds = sorted(str(q["kind"]) for q in quarantined(d))
+    assert kinds == ["missing", "truncated"]
+    logged = [v for *_, v in read_log(kafka.bootstrap, "trajlake.episodes") if f'"ep-{worker}"'.encode() in v]
+    assert set(logged) == expected and len(logged) == len(expected)
+    # reported once: a second drain has nothing new to say about them
+    again = subprocess.run([TRAJLAKE, "spool", "drain"], env=env, capture_output=True, text=True, timeout=300)
+    assert "0 found now" in again.stdout, again.stdout + again.stderr
+
+
+def test_damaged_progress_or_next_files_never_make_new_records_look_shipped(
+    kafka: EmbeddedKafka, topic: str, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool" / "w"
+    Spool(spool).close()
+    # a shipper's progress, then a flipped digit that keeps it valid JSON: it fails its checksum
+    Progress(segment=2, offset=100, count=5).write(spool)
+    text = (spool / "SHIPPED").read_text()
+    (spool / "SHIPPED").write_text(text.replace('"segment": 2', '"segment": 7'))
+    assert Progress.read(spool) is None
+    # a valid progress far ahead, and NEXT lost: new segments must be numbered after it
+    Progress(segment=5, offset=10, count=1).write(spool)
+    (spool / "NEXT").unlink(missing_ok=True)
+    ledger = []
+    rec = EpisodeRecorder.open(bootstrap=kafka.bootstrap, home=tmp_path, worker_id="w", topic=topic)
+    with rec.episode(task={"id": "t"}, policy={"id": "p"}) as ep:
+        for i in range(50):
+            ledger.append(ep.annotate("n", i))
+    rec.flush(timeout=120)
+    rec.close()
+    got = logged_ids(kafka.bootstrap, topic)
+    assert set(ledger) <= set(got), f"{len(set(ledger) - set(got))} acknowledged events lost"

@@ -18,7 +18,7 @@ from kafka import KafkaProducer
 from ingest.kafka_broker import EmbeddedKafka
 from pipelines import Lake, LakeDamagedError, PipelineConfig, diff_lakes, replay, run_once
 from schemas import new_id
-from tests.pipelines.factories import T0, ended, ev, model, started, wire
+from tests.pipelines.factories import T0, ended, ev, model, reward, started, wire
 
 pytestmark = pytest.mark.kafka
 
@@ -49,10 +49,13 @@ def test_poison_records_are_quarantined_and_their_neighbours_land(
     )
     huge_seq = dict(ev("ep1", 0, "annotation", {"key": "k"}), seq=2**63)
     huge_exit = ev("ep1", 0, "tool_result", {"call_id": "c", "exit_code": 2**40})
+    nan_score = reward("ep1", 5, score=float("nan"))  # json.dumps writes NaN, which Python reads back
+    inf_latency = model("ep1", 6, latency_s=float("inf"))
     records = [
         (b"ep1", wire(docs[0]), 0), (b"ep1", deep.encode(), 0), (b"ep1", wire(docs[1]), 0),
         (b"ep1", wire(huge_seq), 0), (b"ep1", wire(docs[2]), 0), (b"ep1", wire(huge_exit), 0),
-        (b"ep1", wire(docs[3]), 0), (b"ep1", wire(docs[4]), 0),
+        (b"ep1", wire(docs[3]), 0), (b"ep1", wire(nan_score), 0), (b"ep1", wire(inf_latency), 0),
+        (b"ep1", wire(docs[4]), 0),
     ]  # fmt: skip
     send(broker.bootstrap, records)
     cfg = PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "lake"))
@@ -60,10 +63,11 @@ def test_poison_records_are_quarantined_and_their_neighbours_land(
     lake = Lake(cfg.lake_root)
     assert {r["event_id"] for r in lake.read("events").to_pylist()} == {d["event_id"] for d in docs}
     q = sorted(lake.read("quarantine").to_pylist(), key=lambda r: r["offset"])
-    assert [r["offset"] for r in q] == [1, 3, 5]
+    assert [r["offset"] for r in q] == [1, 3, 5, 7, 8]
     assert "nested too deeply" in q[0]["error"]
     assert "seq" in q[1]["error"] and "less than or equal to 9223372036854775807" in q[1]["error"]
     assert "exit_code" in q[2]["error"]
+    assert "score" in q[3]["error"] and "latency_s" in q[4]["error"]  # NaN and Infinity are not numbers
     assert lake.read("episodes").to_pylist()[0]["num_events"] == 5
     # later events on the same partition still land: the poison does not block the offsets after it
     send(broker.bootstrap, [(b"ep2", wire(started("ep2")), 0)])
@@ -111,6 +115,31 @@ def test_a_conflict_across_partitions_is_won_by_the_earliest_copy_in_batches_and
     assert row["partition"] == 1 and row["episode_id"] == "b"
     [q] = lake.read("quarantine").to_pylist()
     assert q["partition"] == 5 and q["error"].startswith("conflict: ")
+    replay(PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "replayed")))
+    diffs = diff_lakes(lake, Lake(tmp_path / "replayed"))
+    assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
+
+
+def test_conflicts_stored_earlier_are_judged_again_when_an_earlier_copy_arrives(
+    broker: EmbeddedKafka, tmp_path: Path
+) -> None:
+    eid = new_id()
+
+    def copy(value: str) -> bytes:
+        return wire({**ev("x", 0, "annotation", {"key": "k", "value": value}), "event_id": eid})
+
+    cfg = PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "lake"))
+    send(broker.bootstrap, [(b"x", copy("a"), 3), (b"x", copy("b"), 3)])
+    run_once(cfg)  # 3/0 names the event, 3/1 is a conflict against it
+    # an earlier partition brings b again (a re-send of 3/1's content) and a third content c
+    send(broker.bootstrap, [(b"x", copy("b"), 0), (b"x", copy("c"), 0)])
+    run_once(cfg)
+    lake = Lake(cfg.lake_root)
+    [row] = [r for r in lake.read("events").to_pylist() if r["event_id"] == eid]
+    assert (row["partition"], row["offset"]) == (0, 0)
+    q = {(r["partition"], r["offset"]): r["error"] for r in lake.read("quarantine").to_pylist()}
+    # 3/1 holds what now names the event: a re-send, released; the others name the new winner
+    assert sorted(q) == [(0, 1), (3, 0)] and all("/0/0 " in e for e in q.values()), q
     replay(PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "replayed")))
     diffs = diff_lakes(lake, Lake(tmp_path / "replayed"))
     assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
@@ -165,3 +194,32 @@ def test_a_damaged_lake_is_named_with_its_fix_everywhere(broker: EmbeddedKafka, 
     assert Lake(tmp_path / "rebuilt").read("episodes").num_rows == 2
     code, out = cli(home, broker.bootstrap, "lake", "check", "--lake", str(tmp_path / "rebuilt"))
     assert code == 0, out
+
+
+def test_damaged_data_files_and_an_empty_commit_are_found(broker: EmbeddedKafka, tmp_path: Path) -> None:
+    from pipelines.lake_check import check_lake, refuse_damaged
+
+    home = tmp_path / "home"
+    send(broker.bootstrap, [(b"ep1", wire(d), 0) for d in (started("ep1"), model("ep1", 1), ended("ep1", 2))])
+    code, out = cli(home, broker.bootstrap, "pipeline", "run", "--once")
+    assert code == 0, out
+    lake = Lake(home / "lake")
+    events = next((home / "lake" / "events").rglob("*.parquet"))
+    steps = next((home / "lake" / "steps").rglob("*.parquet"))
+    os.truncate(events, events.stat().st_size // 2)  # cut short
+    steps.write_bytes(os.urandom(steps.stat().st_size))  # garbage of the right size
+    problems = {c.table: c.problems for c in check_lake(lake)}
+    assert "not the size its log records" in problems["events"][0]
+    assert "not readable Parquet" in problems["steps"][0]
+    with pytest.raises(LakeDamagedError, match="events"):
+        refuse_damaged(lake)  # the pipeline does not commit on top of a cut file
+    code, out = cli(home, broker.bootstrap, "lake", "check")
+    assert code == 1 and "not the size" in out and "replay --into" in out
+    code, out = cli(home, broker.bootstrap, "lake", "show", "steps")
+    assert code == 1 and "table steps of the lake" in out and "is damaged" in out, out
+    code, out = cli(home, broker.bootstrap, "pipeline", "run", "--once")
+    assert code == 1 and "table events" in out and "damaged" in out, out
+    # a zero-byte newest commit (a copy cut short) is damage too
+    log = home / "lake" / "episodes" / "_delta_log"
+    max(log.glob("*.json")).write_text("")
+    assert "is empty" in {c.table: c.problems for c in check_lake(lake)}["episodes"][0]
