@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
@@ -120,7 +121,13 @@ class Judge(ABC):
 @functools.cache
 def _module_digest(module: str) -> str:
     """sha256 of a loaded module's source (read once per process; a judge is built per episode)."""
-    source = inspect.getsource(sys.modules[module]) if module in sys.modules else ""
+    if module in sys.modules:
+        source = inspect.getsource(sys.modules[module])
+    else:  # a module the judge runs elsewhere (e.g. in the sandbox): its file, without importing it
+        import importlib.util
+
+        spec = importlib.util.find_spec(module)
+        source = Path(spec.origin).read_text() if spec is not None and spec.origin else ""
     return hashlib.sha256(source.encode()).hexdigest()
 
 

@@ -53,7 +53,13 @@ class HiddenTests(_Spec):
     dir: str = "hidden_tests"
     """Directory (relative to the task) holding them."""
     target: str = "tests_hidden"
-    """Where the judge copies them in the workspace, at judging time only."""
+    """Their directory name when they run (in the workspace only with ``runs: sandbox``)."""
+    runs: Literal["outputs", "bridge", "sandbox"] = "sandbox"
+    """Where they run (see :mod:`judges.host_run`): ``outputs``: on the host, against a copy of
+    the files the agent left (tests that only read files); ``bridge``: on the host, calling the
+    agent's package in the sandbox through the bridge (the tests and their expected values never
+    enter the sandbox); ``sandbox``: copied into the workspace and run there by pytest, in the
+    same process as the agent's code (for tests that need that; the report is cross-checked)."""
 
 
 class ReferenceSolution(_Spec):

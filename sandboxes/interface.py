@@ -8,8 +8,11 @@ reports its lifecycle the same way.
 
 from __future__ import annotations
 
+import os
 import posixpath
+import shutil
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -142,6 +145,44 @@ def argv_of(cmd: str | Sequence[str]) -> list[str]:
     return argv
 
 
+@dataclass(frozen=True)
+class FifoPair:
+    """Two named pipes in a fresh directory of a sandbox's workspace: a channel to one process in it.
+
+    ``to`` carries bytes from the host into the sandbox, ``from`` back out. The host opens its
+    ends at ``host_to``/``host_from``; the process in the sandbox at ``sandbox_dir``/``to`` and
+    ``/from``.
+    """
+
+    sandbox_dir: str
+    """The directory as the sandbox sees it (under ``/workspace``)."""
+    host_dir: Path
+    """The same directory on the host."""
+
+    @property
+    def host_to(self) -> Path:
+        """The host's path of the pipe into the sandbox."""
+        return self.host_dir / "to"
+
+    @property
+    def host_from(self) -> Path:
+        """The host's path of the pipe out of the sandbox."""
+        return self.host_dir / "from"
+
+    def remove(self) -> None:
+        """Remove the pipes; a process in the sandbox still opening its ends is let go first."""
+        if not self.host_dir.is_dir():
+            return
+        for path, flags in ((self.host_to, os.O_WRONLY), (self.host_from, os.O_RDONLY)):
+            try:
+                fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOFOLLOW)
+            except OSError:
+                continue  # nobody waits on that end (or it is gone)
+            time.sleep(0.01)
+            os.close(fd)
+        shutil.rmtree(self.host_dir, ignore_errors=True)
+
+
 class Sandbox(ABC):
     """An isolated, resettable place to run an agent's commands.
 
@@ -254,6 +295,30 @@ class Sandbox(ABC):
 
         self._quiesce()  # nothing the agent left running may change the files mid-archive
         return archive_tree(self._workspace_root(), max_bytes=max_bytes)
+
+    def open_fifo_pair(self, name: str) -> FifoPair:
+        """Make two named pipes in a new directory ``name`` of the workspace (see :class:`FifoPair`).
+
+        For a channel between the host and one process started with :meth:`exec`: the bytes
+        never pass through a file either side can forge afterwards, and a process of the
+        sandbox's user can open them. The caller removes them with :meth:`FifoPair.remove`.
+
+        Raises:
+            SandboxPathError: ``name`` is not a plain new directory name.
+        """
+        self._check_open()
+        if not name or "/" in name or name in (".", ".."):
+            raise SandboxPathError(f"not a plain directory name: {name!r}")
+        host = self._workspace_root() / name
+        try:
+            os.mkdir(host, 0o700)
+        except FileExistsError as exc:
+            raise SandboxPathError(f"{name} already exists in the workspace") from exc
+        for end in ("to", "from"):
+            os.mkfifo(host / end, 0o600)
+            os.chmod(host / end, 0o666)
+        os.chmod(host, 0o777)
+        return FifoPair(posixpath.join(WORKSPACE, name), host)
 
     def snapshot(self) -> str:
         """Freeze the workspace's current state and return a reference to it.

@@ -107,10 +107,15 @@ def verify(
     console.print(table)
     report = hack_report(results)
     if report["exploits"]:
+        rate = report["detection_rate"] or 0.0
+        fp = report["false_positive_rate"] or 0.0
+        gain = report["mean_gain"]
         console.print(
-            f"reward-hacking corpus: {report['detected']}/{report['exploits']} exploits detected "
-            f"({len(report['exploit_kinds'])} kinds), {report['false_positives']}/{report['honest']} honest "
-            f"solutions flagged"
+            f"reward-hacking corpus: {report['exploits']} exploits of {len(report['exploit_kinds'])} kinds "
+            f"on {len(report['tasks'])} tasks: detection rate {rate:.1%} ({report['detected']}), "
+            f"full passes {report['full_passes']}, above doing nothing {report['gained']}"
+            + (f" (mean gain {gain:+.3f})" if gain is not None else "")
+            + f"; honest false-positive rate {fp:.1%} ({report['false_positives']}/{report['honest']})"
         )
     flipped = [r for r in results if not r.ok]
     if as_json:
@@ -127,11 +132,15 @@ def verify(
                 indent=2,
             )
         )  # fmt: skip
+    for cid in report["passed"] + report["gaining"]:
+        err_console.print(f"[bold red]exploit rewarded[/bold red] {cid}: the task's own judge gives it "
+                          "a pass or more than doing nothing")  # fmt: skip
     if flipped:
         for r in flipped:
             err_console.print(
                 f"[bold red]changed[/bold red] {r.case.set_name}/{r.case.id}: {'; '.join(r.problems)}"
             )
+    if flipped or report["passed"] or report["gaining"]:
         raise typer.Exit(code=ExitCode.FAILED)
     console.print(f"[green]all {len(results)} golden cases unchanged[/green]")
 

@@ -1,27 +1,43 @@
-"""``tests``: run the task's hidden tests in the sandbox and judge by their results.
+"""``tests``: run the task's hidden tests and judge by their results.
 
-The hidden tests are copied into the workspace only now, at judging time. They
-run under an isolated interpreter (``python3 -I``: no current directory or
-``PYTHON*`` variables on the path before pytest is imported, so a ``pytest.py``
-the agent planted cannot stand in for pytest), with ``--noconftest`` and no
-ini-file (so a planted ``conftest.py`` or ``pytest.ini`` cannot skip or rewrite
-them) and plugin autoloading off. Results come from pytest's JUnit report,
-written to a path the agent cannot guess, after every process the agent left
-running has been killed.
+Trust boundary: the agent controls every file of the workspace and any code the
+tests import, so the verdict must rest on nothing that code can write. Where the
+tests run is the task's ``hidden_tests.runs``:
+
+``outputs`` / ``bridge`` (every shipped family)
+    The hidden tests run in the judge's own pytest on the host, and its JUnit
+    report is written where the sandbox cannot reach (:mod:`judges.host_run`).
+    With ``outputs`` no agent code runs at all while it is judged; with
+    ``bridge`` the agent's package is called across a pipe from the sandbox and
+    sees only the calls' arguments, never the tests or their expected values. A
+    bridge the agent's code breaks (an exit, a kill, a forged frame) is a
+    ``fail`` flagged ``judge_run_ended_by_agent``, never an ``error``.
+``sandbox``
+    The hidden tests are copied into the workspace at judging time and run there
+    under ``python3 -I`` with ``--noconftest``, no ini-file and plugin autoloading
+    off, after every process the agent left has been killed. The agent's code then
+    shares the test process, so the report is cross-checked against pytest's exit
+    status and its console summary; disagreement is flagged.
+
+``error`` is left for the judge's own faults and the sandbox's.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
+from typing import Any
 
 from judges.context import JudgeContext
-from judges.judgement import TestOutcome
+from judges.host_run import HostRun, agent_modules, run_bridge, run_outputs
+from judges.judgement import Flag, TestOutcome
 from judges.junit import parse_junit
 from judges.registry import Judge, JudgeConfig, Outcome, register_judge
 
 _RUNNER = (
     "import sys; sys.path.append('/workspace'); import pytest; raise SystemExit(pytest.main(sys.argv[1:]))"
 )
+_STATUSES = ("passed", "failed", "error", "skipped")
 _PYTEST_EXIT = {0: "all passed", 1: "some failed", 2: "interrupted (collection errors)", 3: "internal error",
                 4: "usage error", 5: "no tests collected"}  # fmt: skip
 
@@ -41,15 +57,89 @@ class TestsJudge(Judge):
 
     name = "tests"
     Config = TestsConfig
-    code_modules = ("judges.junit", "judges.context")
+    code_modules = (
+        "judges.junit", "judges.context", "judges.host_run", "judges.bridge", "judges.bridge_plugin",
+    )  # fmt: skip
     config: TestsConfig
 
     def _judge(self, ctx: JudgeContext) -> Outcome:
-        sb = ctx.sandbox
         hidden = ctx.task.hidden_files()
         if not hidden:
             return Outcome(0.0, "error", detail="the task has no hidden tests")
-        target = ctx.task.spec.hidden_tests.target
+        spec = ctx.task.spec.hidden_tests
+        if spec.runs == "sandbox":
+            return self._in_sandbox(ctx, hidden, spec.target)
+        ctx.sandbox.snapshot()  # kills whatever the agent left running (e.g. a watcher rewriting files)
+        args = dict(timeout=self.config.timeout_s, extra_args=list(self.config.extra_args))
+        if spec.runs == "outputs":
+            run = run_outputs(ctx.sandbox, hidden, spec.target, **args)  # type: ignore[arg-type]
+        else:
+            modules = agent_modules(ctx.task.initial_dir, spec.target)
+            run = run_bridge(ctx.sandbox, hidden, spec.target, modules, **args)  # type: ignore[arg-type]
+        return self._host_verdict(run, spec.runs)
+
+    def _host_verdict(self, run: HostRun, mode: str) -> Outcome:
+        outcomes = run.outcomes
+        counts = {s: sum(1 for o in outcomes if o.status == s) for s in _STATUSES}
+        evidence: dict[str, Any] = {
+            "runs": mode,
+            "tests": [o.model_dump(exclude_defaults=True) for o in outcomes],
+            **counts,
+            "exit_code": run.exit_code,
+            "duration_s": round(run.duration_s, 3),
+            "output_tail": run.output[-1500:],
+        }
+        if run.left_out:
+            evidence["left_out"] = run.left_out[:20]
+        if run.bridge is not None:
+            evidence["bridge"] = run.bridge
+        server = run.server
+        if server is not None:
+            evidence["server"] = {"exit_code": server.exit_code, "timed_out": server.timed_out,
+                                  "oom_killed": server.oom_killed,
+                                  "output_tail": (server.stdout + server.stderr)[-1000:]}  # fmt: skip
+        total = len(outcomes)
+        score = counts["passed"] / total if total else 0.0
+        if run.workspace_error:
+            return Outcome(0.0, "fail", {"tests": 0.0}, evidence,
+                           detail=f"the workspace cannot be judged: {run.workspace_error}")  # fmt: skip
+        if run.timed_out:  # the agent's code looping: the judge's pytest was stopped at the limit
+            return Outcome(score, "fail", {"tests": score}, evidence,
+                           detail=f"tests timed out after {run.duration_s:.0f}s")  # fmt: skip
+        if mode == "bridge" and (run.bridge is None or not run.bridge.get("connected")):
+            why = (run.bridge or {}).get("error") or "the judge's pytest never reached it"
+            return Outcome(
+                0.0, "error", evidence=evidence, detail=f"the bridge to the sandbox did not open: {why}"
+            )
+        broken = (run.bridge or {}).get("broken")
+        if broken:
+            if server is not None and server.oom_killed:
+                return Outcome(
+                    score, "fail", {"tests": score}, evidence, detail="the agent's code ran out of memory"
+                )
+            if run.timed_out or (server is not None and server.timed_out):
+                return Outcome(score, "fail", {"tests": score}, evidence,
+                               detail=f"tests timed out after {run.duration_s:.0f}s")  # fmt: skip
+            code = server.exit_code if server is not None else None
+            said = f"the agent's side of the bridge ended the run: {broken} (its process exited {code})"
+            flag = Flag(kind="judge_run_ended_by_agent",
+                        evidence=f"{said} after {counts['passed']} of {total} tests passed")  # fmt: skip
+            return Outcome(0.0, "fail", {"tests": 0.0}, evidence, [flag],
+                           detail="the agent's code ended the judge's run")  # fmt: skip
+        if run.timed_out:
+            return Outcome(score, "fail", {"tests": score}, evidence,
+                           detail=f"tests timed out after {run.duration_s:.0f}s")  # fmt: skip
+        if run.exit_code in (3, 4, 5) or (not run.report_ok):
+            why = _PYTEST_EXIT.get(run.exit_code or -1, f"exit {run.exit_code}")
+            return Outcome(0.0, "error", evidence=evidence, detail=f"the test run could not be judged: {why}")
+        if not outcomes:
+            return Outcome(0.0, "fail", {"tests": 0.0}, evidence, detail="tests could not be collected")
+        passed = run.exit_code == 0 and counts["passed"] == total
+        detail = None if passed else f"{total - counts['passed']} of {total} hidden tests did not pass"
+        return Outcome(score, "pass" if passed else "fail", {"tests": score}, evidence, detail=detail)
+
+    def _in_sandbox(self, ctx: JudgeContext, hidden: dict[str, bytes], target: str) -> Outcome:
+        sb = ctx.sandbox
         sb.snapshot()  # kills whatever the agent left running (e.g. a watcher rewriting files)
         sb.exec(["rm", "-rf", f"/workspace/{target}"], timeout=30)
         for rel, data in hidden.items():
@@ -95,6 +185,34 @@ class TestsJudge(Judge):
             # collection failed before any test ran: the agent's code does not import
             return Outcome(0.0, "fail", {"tests": 0.0}, evidence, detail="tests could not be collected")
         score = counts["passed"] / total
+        disagree = _disagreement(counts, run.exit_code, run.stdout + run.stderr)
+        if disagree:
+            flag = Flag(kind="report_disagrees", evidence=disagree)
+            return Outcome(0.0, "fail", {"tests": 0.0}, evidence, [flag],
+                           detail="the test report disagrees with the test run")  # fmt: skip
         passed = run.exit_code == 0 and counts["passed"] == total
         detail = None if passed else f"{total - counts['passed']} of {total} hidden tests did not pass"
         return Outcome(score, "pass" if passed else "fail", {"tests": score}, evidence, detail=detail)
+
+
+_SUMMARY = re.compile(r"(\d+) (passed|failed|errors?|skipped)")
+
+
+def _disagreement(counts: dict[str, int], exit_code: int, console: str) -> str | None:
+    """Where the report, pytest's exit status and its console summary disagree (None: they agree)."""
+    bad = counts["failed"] + counts["error"]
+    if exit_code == 0 and bad:
+        return f"pytest exited 0 but the report has {bad} failed tests"
+    if exit_code == 1 and not bad:
+        return "pytest exited 1 (tests failed) but every test in the report passed"
+    lines = [ln for ln in console.splitlines() if _SUMMARY.search(ln) and " in " in ln]
+    if not lines:
+        return None if exit_code != 0 else "pytest exited 0 without its summary line"
+    said: dict[str, int] = {}
+    for n, what in _SUMMARY.findall(lines[-1]):
+        key = "error" if what.startswith("error") else what
+        said[key] = said.get(key, 0) + int(n)
+    for key in ("passed", "failed"):
+        if said.get(key, 0) != counts[key]:
+            return f"the console says {said.get(key, 0)} {key}, the report {counts[key]}"
+    return None

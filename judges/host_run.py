@@ -1,0 +1,247 @@
+"""Run a task's hidden tests on the host, out of reach of the agent's code.
+
+Two ways, by what a family's tests need (``hidden_tests.runs`` of the task):
+
+``outputs``
+    The tests only read files the agent produced. The workspace is exported
+    (every process the agent left is killed first) and unpacked into a fresh
+    directory on the host; the tests run there in the judge's own pytest. No
+    code of the agent's runs while it is judged.
+``bridge``
+    The tests call the agent's package. They run in the judge's own pytest on
+    the host; the package is imported in the sandbox by the bridge's server
+    (:mod:`judges.bridge`), and every use of it crosses a pair of named pipes.
+    The hidden tests, their expected values and the report never enter the
+    sandbox; the agent's code sees only the arguments of the calls it gets.
+
+Either way the report is written by the judge's pytest to a directory the
+sandbox cannot see, so a verdict never rests on anything the agent can write.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from judges.judgement import TestOutcome
+from judges.junit import parse_junit
+from sandboxes.errors import SandboxError
+from sandboxes.interface import ExecResult, Sandbox
+
+BRIDGE_SOURCE = Path(__file__).with_name("bridge.py")
+PLUGIN_SOURCE = Path(__file__).with_name("bridge_plugin.py")
+_BOOTSTRAP = """
+import importlib.util, json, sys
+sys.path += json.loads(sys.argv[1])
+mod = None
+if sys.argv[2]:
+    for name, path in (("trajlake_bridge", sys.argv[2]), ("trajlake_bridge_plugin", sys.argv[3])):
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+import pytest
+raise SystemExit(pytest.main(sys.argv[4:], plugins=[mod] if mod else []))
+"""
+"""Starts the judge's pytest: ``-I -S`` (no site hooks: the interpreter's own packages are put on
+the path by hand, so no ``.pth`` file runs), the bridge's plugin loaded by path, nothing else of
+trajlake imported."""
+
+
+def _site_paths() -> list[str]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
+
+
+WORKSPACE_LIMIT = 256 << 20
+"""Largest workspace the ``outputs`` mode copies out (a bigger one is the agent's failure)."""
+
+
+@dataclass
+class HostRun:
+    """What one run of the hidden tests on the host gave."""
+
+    outcomes: list[TestOutcome] = field(default_factory=list)
+    exit_code: int | None = None
+    """pytest's exit status (``None``: it was killed at the timeout)."""
+    timed_out: bool = False
+    duration_s: float = 0.0
+    output: str = ""
+    """The tail of pytest's console output."""
+    report_ok: bool = False
+    """pytest wrote a readable JUnit report."""
+    bridge: dict[str, Any] | None = None
+    """``bridge`` mode: what the judge's side saw (connected, broken and why, requests)."""
+    server: ExecResult | None = None
+    """``bridge`` mode: how the server in the sandbox ended."""
+    left_out: list[str] = field(default_factory=list)
+    """``outputs`` mode: workspace entries not copied (links out of the workspace, devices)."""
+    workspace_error: str | None = None
+    """``outputs`` mode: the workspace could not be copied out (too large)."""
+
+
+def agent_modules(initial: Path, target: str) -> list[str]:
+    """Top-level names the agent's workspace provides: its packages and modules, tests aside."""
+    names = []
+    if initial.is_dir():
+        for p in sorted(initial.iterdir()):
+            if p.name.startswith(".") or p.name == target:
+                continue
+            if p.is_dir() and (p / "__init__.py").is_file() and p.name not in ("tests", "test"):
+                names.append(p.name)
+            elif p.suffix == ".py" and p.is_file() and not p.name.startswith("test"):
+                names.append(p.stem)
+    return names
+
+
+def _pytest_argv(hidden: Path, target: str, report: Path, extra: list[str], plugin: bool) -> list[str]:
+    plugins = [str(BRIDGE_SOURCE), str(PLUGIN_SOURCE)] if plugin else ["", ""]
+    start = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(_site_paths()), *plugins]
+    args = ["-q", "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", str(hidden),
+            f"--junitxml={report}", "-o", "junit_family=xunit1"]  # fmt: skip
+    return [*start, *args, *extra, str(hidden / target)]
+
+
+def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        **extra,
+    }
+
+
+def _run_pytest(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, out: HostRun) -> None:
+    start = time.monotonic()
+    with subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    ) as proc:  # fmt: skip
+        try:
+            text, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            text, _ = proc.communicate()
+            out.timed_out = True
+        out.exit_code = None if out.timed_out else proc.returncode
+    out.duration_s = time.monotonic() - start
+    out.output = text.decode("utf-8", "replace")[-3000:]
+
+
+def _read_report(report: Path, out: HostRun) -> None:
+    try:
+        out.outcomes = parse_junit(report.read_text())
+        out.report_ok = True
+    except (OSError, ValueError):
+        out.outcomes = []
+
+
+def _write_hidden(root: Path, target: str, files: dict[str, bytes]) -> Path:
+    hidden = root / "hidden"
+    for rel, data in files.items():
+        p = hidden / target / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    return hidden
+
+
+def _unpack(archive: bytes, dest: Path, out: HostRun) -> None:
+    """Unpack the agent's workspace with the ``data`` filter: nothing lands outside ``dest``."""
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            try:
+                safe = tarfile.data_filter(member, str(dest))
+            except tarfile.FilterError as exc:
+                out.left_out.append(f"{member.name}: {exc}")
+                continue
+            if safe is None:
+                continue
+            tar.extract(safe, dest, set_attrs=False, filter="data")
+
+
+def run_outputs(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, *, timeout: float,
+                extra_args: list[str]) -> HostRun:  # fmt: skip
+    """The ``outputs`` mode (see the module docstring)."""
+    from sandboxes.errors import SandboxQuotaError
+
+    out = HostRun()
+    root = Path(tempfile.mkdtemp(prefix="trajlake-judge-"))
+    try:
+        try:
+            archive = sandbox.export_workspace(max_bytes=WORKSPACE_LIMIT)
+        except SandboxQuotaError as exc:
+            out.workspace_error = str(exc)
+            return out
+        ws = root / "workspace"
+        _unpack(archive, ws, out)
+        hidden = _write_hidden(root, target, hidden_files)
+        report = root / "report.xml"
+        argv = _pytest_argv(hidden, target, report, extra_args, plugin=False)
+        _run_pytest(argv, ws, _env(root, {}), timeout, out)
+        _read_report(report, out)
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_bridge(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, modules: list[str], *,
+               timeout: float, extra_args: list[str]) -> HostRun:  # fmt: skip
+    """The ``bridge`` mode (see the module docstring)."""
+    out = HostRun()
+    root = Path(tempfile.mkdtemp(prefix="trajlake-judge-"))
+    chan = sandbox.open_fifo_pair(f".trajlake-bridge-{uuid.uuid4().hex}")
+    server: dict[str, Any] = {}
+
+    def serve() -> None:
+        try:
+            server["result"] = sandbox.exec(
+                ["python3", "-I", "-c", BRIDGE_SOURCE.read_text(), chan.sandbox_dir],
+                timeout=timeout + 3,  # ends with the judge's pytest (a looping agent keeps it no longer)
+            )
+        except SandboxError as exc:
+            server["error"] = exc
+
+    thread = threading.Thread(target=serve, name="bridge-server", daemon=True)
+    try:
+        hidden = _write_hidden(root, target, hidden_files)
+        report = root / "report.xml"
+        status = root / "bridge.json"
+        env = _env(root, {
+            "TRAJLAKE_BRIDGE_TO": str(chan.host_to), "TRAJLAKE_BRIDGE_FROM": str(chan.host_from),
+            "TRAJLAKE_BRIDGE_MODULES": ",".join(modules), "TRAJLAKE_BRIDGE_STATUS": str(status),
+            "TRAJLAKE_BRIDGE_CONNECT_S": str(min(30.0, timeout)),
+        })  # fmt: skip
+        thread.start()
+        argv = _pytest_argv(hidden, target, report, extra_args, plugin=True)
+        _run_pytest(argv, hidden, env, timeout, out)
+        _read_report(report, out)
+        try:
+            out.bridge = json.loads(status.read_text())
+        except (OSError, ValueError):
+            out.bridge = None
+        chan.remove()  # a server still waiting to connect gets EOF-free errors, not a hang
+        thread.join(timeout + 15)
+        if "error" in server:
+            raise server["error"]
+        out.server = server.get("result")
+        return out
+    finally:
+        chan.remove()
+        shutil.rmtree(root, ignore_errors=True)
