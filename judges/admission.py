@@ -57,6 +57,9 @@ class AdmissionResult:
     state_digest: str | None = None
     verdicts: dict[str, list[str]] = field(default_factory=dict)
     duration_s: float = 0.0
+    do_nothing_score: float | None = None
+    """The task's judge's score for the untouched state: the partial credit a policy gets for doing
+    nothing, which training and analysis should see (an exploit must not score above it)."""
 
     @property
     def admitted(self) -> bool:
@@ -174,6 +177,7 @@ def admit(path: str | Path, pool: SandboxPool, *, runs: int = 3) -> AdmissionRes
         return res
     res.verdicts = {"untouched": [j.verdict for j in untouched], "reference": [j.verdict for j in reference]}
     u = untouched[0]
+    res.do_nothing_score = u.score
     if u.verdict == "pass":
         res.checks.append(
             Check("fails_untouched", False, "the judge passes the untouched state (already solved)")

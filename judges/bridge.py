@@ -22,9 +22,10 @@ What crosses, and what the agent's side may do:
   own classes) send the other operand: that operand is the test's input to the
   agent's own semantics.
 * Judge objects the tests pass as arguments (callbacks, ``random.Random``,
-  ``io.StringIO``) are references the agent's side can only call, iterate and
-  read public (non-underscore) attributes of: no ``__globals__``, no frames, no
-  import, so nothing reaches the test module.
+  ``io.StringIO``, generators) are references the agent's side can only call,
+  iterate, and ask for public methods bound to them or public attributes that
+  are plain data: no ``__globals__``, no ``gi_frame``/``f_builtins``, no module,
+  no import, so nothing reaches the test module or the judge's interpreter.
 * Every message the agent's side sends is untrusted: a malformed frame, an
   unknown reference, an oversized message or a closed pipe raises
   :class:`BridgeBroken`, which the judge reports as the run ended by agent code.
@@ -457,7 +458,15 @@ class Peer:
             if judge and (name.startswith("_") or op != "getattr"):
                 raise AttributeError(f"the judge's objects expose only public attributes, not {name!r}")
             if op == "getattr":
-                return getattr(target, name)
+                value = getattr(target, name)
+                if judge and not (_bound_to(value, target) or _is_plain(value)):
+                    # a public attribute can still be a way out (a generator's gi_frame, a frame's
+                    # f_builtins): only the object's own methods and plain values are handed over
+                    raise AttributeError(
+                        f"the judge's objects expose only their methods and plain values, not {name!r} "
+                        f"({type(value).__name__})"
+                    )
+                return value
             if op == "setattr":
                 setattr(target, name, args[2])
                 return None
@@ -742,6 +751,31 @@ class Peer:
         if isinstance(e.get("cause"), dict):
             exc.__cause__ = self.decode_exception(e["cause"])
         return exc
+
+
+def _bound_to(value, target):
+    """A method bound to ``target`` (Python or builtin), nothing else."""
+    return callable(value) and getattr(value, "__self__", None) is target and not isinstance(value, type)
+
+
+def _is_plain(value, depth=0):
+    """Plain data all the way down (what crosses by value)."""
+    if value is None or type(value) in (bool, int, float, str, bytes, complex, range):
+        return True
+    if depth > MAX_DEPTH:
+        return False
+    if type(value) in (list, tuple, set, frozenset):
+        return all(_is_plain(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(_is_plain(k, depth + 1) and _is_plain(v, depth + 1) for k, v in value.items())
+    return type(value) in (
+        datetime.datetime,
+        datetime.date,
+        datetime.time,
+        datetime.timedelta,
+        decimal.Decimal,
+        fractions.Fraction,
+    )
 
 
 def _mutable_args(args):

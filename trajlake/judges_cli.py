@@ -183,11 +183,12 @@ def admit(
     admitted = sum(r.admitted for r in results)
     if as_json:
         print(json.dumps([{**row, "untouched": r.verdicts.get("untouched", []),
-                           "reference": r.verdicts.get("reference", []), "seconds": round(r.duration_s, 3)}
+                           "reference": r.verdicts.get("reference", []),
+                           "do_nothing_score": r.do_nothing_score, "seconds": round(r.duration_s, 3)}
                           for r, row in zip(results, rows)], default=str, indent=2))  # fmt: skip
     else:
         table = Table(title=f"task admission ({runs} runs each)")
-        for col in ("task", "family", "tier", "admitted", "untouched", "reference", "time"):
+        for col in ("task", "family", "tier", "admitted", "untouched", "do-nothing", "reference", "time"):
             table.add_column(col, no_wrap=True)
         for r in results:
             table.add_row(
@@ -196,6 +197,7 @@ def admit(
                 (r.task.spec.tier if r.task else None) or "?",
                 "[green]yes[/green]" if r.admitted else "[bold red]no[/bold red]",
                 ",".join(r.verdicts.get("untouched", [])),
+                "-" if r.do_nothing_score is None else f"{r.do_nothing_score:.3f}",
                 ",".join(r.verdicts.get("reference", [])),
                 f"{r.duration_s:.1f}s",
             )

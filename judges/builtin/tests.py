@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from judges.context import JudgeContext
 from judges.host_run import HostRun, agent_modules, run_bridge, run_outputs
@@ -49,6 +49,8 @@ class TestsConfig(JudgeConfig):
     """Wall-clock limit of the test run; running past it is the policy's failure."""
     extra_args: list[str] = []
     """More pytest arguments."""
+    runs: Literal["outputs", "bridge", "sandbox"] | None = None
+    """Where the hidden tests run, instead of the task's ``hidden_tests.runs`` (``None``: the task's)."""
 
 
 @register_judge
@@ -67,16 +69,17 @@ class TestsJudge(Judge):
         if not hidden:
             return Outcome(0.0, "error", detail="the task has no hidden tests")
         spec = ctx.task.spec.hidden_tests
-        if spec.runs == "sandbox":
+        runs = self.config.runs or spec.runs
+        if runs == "sandbox":
             return self._in_sandbox(ctx, hidden, spec.target)
         ctx.sandbox.snapshot()  # kills whatever the agent left running (e.g. a watcher rewriting files)
         args = dict(timeout=self.config.timeout_s, extra_args=list(self.config.extra_args))
-        if spec.runs == "outputs":
+        if runs == "outputs":
             run = run_outputs(ctx.sandbox, hidden, spec.target, **args)  # type: ignore[arg-type]
         else:
             modules = agent_modules(ctx.task.initial_dir, spec.target)
             run = run_bridge(ctx.sandbox, hidden, spec.target, modules, **args)  # type: ignore[arg-type]
-        return self._host_verdict(run, spec.runs)
+        return self._host_verdict(run, runs)
 
     def _host_verdict(self, run: HostRun, mode: str) -> Outcome:
         outcomes = run.outcomes
@@ -134,6 +137,11 @@ class TestsJudge(Judge):
             return Outcome(0.0, "error", evidence=evidence, detail=f"the test run could not be judged: {why}")
         if not outcomes:
             return Outcome(0.0, "fail", {"tests": 0.0}, evidence, detail="tests could not be collected")
+        if run.left_out:
+            # links out of the workspace (or devices) where outputs belong: never followed, and flagged
+            flag = Flag(kind="links_out_of_workspace", evidence="; ".join(run.left_out[:3]))
+            return Outcome(0.0, "fail", {"tests": 0.0}, evidence, [flag],
+                           detail="the workspace links out of itself")  # fmt: skip
         passed = run.exit_code == 0 and counts["passed"] == total
         detail = None if passed else f"{total - counts['passed']} of {total} hidden tests did not pass"
         return Outcome(score, "pass" if passed else "fail", {"tests": score}, evidence, detail=detail)

@@ -210,6 +210,16 @@ def test_judge_objects_expose_no_private_attributes(agent) -> None:
         pkg.poke(cb, "__globals__")
     with pytest.raises(AttributeError, match="public"):
         pkg.poke(cb, "__closure__")
+    # public attributes that lead out: a generator's frame (and from it the judge's builtins)
+    gen = (x for x in range(3))
+    with pytest.raises(AttributeError, match="methods and plain values"):
+        pkg.poke(gen, "gi_frame")
+    with pytest.raises(AttributeError, match="methods and plain values"):
+        pkg.poke(gen, "gi_code")
+    assert pkg.call_back(pkg.poke(gen, "send"), None) == 0  # its own methods still work
+    import random
+
+    assert isinstance(pkg.poke(random.Random(3), "gauss"), Proxy) is False  # a bound method, handed over
 
 
 def test_judge_values_are_never_handed_to_agent_comparisons(agent) -> None:
