@@ -150,19 +150,46 @@ def _literals(sources: Iterable[bytes]) -> set[str]:
     return out
 
 
+def _call_constants(sources: Iterable[bytes]) -> set[str]:
+    """Distinctive constants passed to calls, also inside list/tuple/set/dict arguments (``repr``)."""
+    out: set[str] = set()
+    for src in sources:
+        try:
+            tree = ast.parse(src)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    for c in ast.walk(arg):
+                        if isinstance(c, ast.Constant) and not isinstance(c.value, bool):
+                            v = c.value
+                            if (isinstance(v, str) and len(v.strip()) >= 3) or (
+                                isinstance(v, int | float) and abs(v) >= 10
+                            ):
+                                out.add(repr(v))
+    return out
+
+
 def _input_literals(ctx: JudgeContext) -> set[str]:
     """Distinctive inputs the task feeds the code, as ``repr``.
 
-    The hidden and visible tests' call arguments and the literals of the instruction's examples.
+    The hidden and visible tests' call arguments, the strings the instruction quotes, and the
+    distinctive parts of structured ones ("beta.11" of "1.0.0-beta.11").
     """
     sources = list(ctx.task.hidden_files().values())
     initial = ctx.task.initial_dir
     if initial.is_dir():
         visible = [p for p in initial.rglob("*.py") if is_test_file(p.relative_to(initial).as_posix())]
         sources += [p.read_bytes() for p in visible]
-    out = {lit for lit in _literals(sources) if not lit.startswith('"')}
-    for quoted in re.findall(r"`([^`\n]{1,200})`|```(?:python)?\n(.*?)```", ctx.task.spec.instruction, re.S):
-        out |= {lit for lit in _literals([(quoted[0] or quoted[1]).encode()]) if not lit.startswith('"')}
+    out = _call_constants(sources)
+    for a, b in re.findall(r"'([^'\n]{3,80})'|\"([^\"\n]{3,80})\"", ctx.task.spec.instruction):
+        out.add(repr(a or b))
+    for lit in list(out):
+        if lit.startswith("'"):
+            for part in re.split(r"[-+/,:;=\s]+", lit[1:-1]):
+                if len(part) >= 4 and re.search(r"[A-Za-z]", part) and re.search(r"[\d.]", part):
+                    out.add(repr(part))
     return out
 
 
