@@ -24,6 +24,7 @@ from ingest.shipper import Progress, shipper_alive
 from ingest.spool import MAX_VALUE_BYTES, Spool, quarantined
 from schemas import new_id
 from tests.conftest import free_port
+from tests.tmpfs import small_tmpfs
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
@@ -229,17 +230,8 @@ def test_a_new_worker_replaces_an_orphan_shipping_elsewhere(
 
 @pytest.fixture
 def small_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
-    from sandboxes.mounts import mount, umount
-
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    where = tmp_path / "disk"
-    where.mkdir()
-    mount("tmpfs", where, "tmpfs", "size=24m")
-    try:
+    with small_tmpfs(tmp_path / "disk", "24m") as where:
         yield where
-    finally:
-        umount(where)
 
 
 def test_a_full_disk_stops_recording_loses_nothing_and_duplicates_nothing(

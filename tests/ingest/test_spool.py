@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ingest import RecordTooLargeError, Spool, SpoolDiskFullError, SpoolFullError, SpoolLockedError
 from ingest.spool import MAX_VALUE_BYTES, encode_record, quarantined, read_records, scan_frames
+from tests.tmpfs import small_tmpfs
 
 
 def test_records_survive_a_closed_spool_until_acknowledged(tmp_path: Path) -> None:
@@ -211,17 +212,8 @@ def test_every_record_outside_a_damaged_range_is_recovered(tmp_path: Path, data:
 @pytest.fixture
 def small_disk(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A real 4 MiB filesystem (tmpfs) to fill up."""
-    from sandboxes.mounts import mount, umount
-
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    where = tmp_path / "disk"
-    where.mkdir()
-    mount("tmpfs", where, "tmpfs", "size=4m")
-    try:
+    with small_tmpfs(tmp_path / "disk", "4m") as where:
         yield where
-    finally:
-        umount(where)
 
 
 def test_a_full_disk_is_the_spools_own_error_and_recording_resumes(small_disk: Path) -> None:
