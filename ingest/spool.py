@@ -411,9 +411,7 @@ def _ledger(directory: Path) -> tuple[int, set[int]]:
     first, out = 0, set[int]()
     try:
         lines = (Path(directory) / RETIRED).read_text().splitlines()
-    except FileNotFoundError:
-        return -1, out
-    except OSError:
+    except OSError:  # no ledger (or none readable): nothing is judged
         return -1, out
     for line in lines:
         parts = line.split()

@@ -275,8 +275,6 @@ def facts(text: str | None, literals: frozenset[str] = frozenset()) -> list[Fact
                     add("framework", f"imports {m}", node)
                 if (m := _matches(n, _NETWORK_MODULES)) is not None:
                     add("network", f"imports {m}", node)
-                if n in ("gc", "inspect", "atexit", "signal", "builtins"):
-                    pass  # judged by what is used from them (below)
         elif isinstance(node, ast.Attribute | ast.Name):
             if isinstance(node, ast.Attribute) and node.attr in _FRAME_ATTRS:
                 add("framework", f"reaches into frames ({node.attr})", node)

@@ -40,6 +40,13 @@ def send(bootstrap: str, records: list[tuple[bytes, bytes, int | None]]) -> None
     p.close()
 
 
+def assert_replay_equals(broker: EmbeddedKafka, lake: Lake, into: Path) -> None:
+    """Rebuilding the lake from the whole log gives exactly the incremental lake."""
+    replay(PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(into)))
+    diffs = diff_lakes(lake, Lake(into))
+    assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
+
+
 def test_poison_records_are_quarantined_and_their_neighbours_land(
     broker: EmbeddedKafka, tmp_path: Path
 ) -> None:
@@ -94,9 +101,7 @@ def test_an_event_id_names_one_event_whatever_its_date_and_replay_agrees(
     assert conflict["offset"] == 2 and conflict["error"].startswith("conflict: ")
     assert "/0/0 " in conflict["error"] and "/0/2 " in conflict["error"]  # both offsets named
     assert {r["task_id"] for r in lake.read("episodes").to_pylist()} == {"t1"}  # steps kept the first
-    replay(PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "replayed")))
-    diffs = diff_lakes(lake, Lake(tmp_path / "replayed"))
-    assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
+    assert_replay_equals(broker, lake, tmp_path / "replayed")
 
 
 def test_a_conflict_across_partitions_is_won_by_the_earliest_copy_in_batches_and_in_replay(
@@ -115,9 +120,7 @@ def test_a_conflict_across_partitions_is_won_by_the_earliest_copy_in_batches_and
     assert row["partition"] == 1 and row["episode_id"] == "b"
     [q] = lake.read("quarantine").to_pylist()
     assert q["partition"] == 5 and q["error"].startswith("conflict: ")
-    replay(PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "replayed")))
-    diffs = diff_lakes(lake, Lake(tmp_path / "replayed"))
-    assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
+    assert_replay_equals(broker, lake, tmp_path / "replayed")
 
 
 def test_conflicts_stored_earlier_are_judged_again_when_an_earlier_copy_arrives(
@@ -140,9 +143,7 @@ def test_conflicts_stored_earlier_are_judged_again_when_an_earlier_copy_arrives(
     q = {(r["partition"], r["offset"]): r["error"] for r in lake.read("quarantine").to_pylist()}
     # 3/1 holds what now names the event: a re-send, released; the others name the new winner
     assert sorted(q) == [(0, 1), (3, 0)] and all("/0/0 " in e for e in q.values()), q
-    replay(PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "replayed")))
-    diffs = diff_lakes(lake, Lake(tmp_path / "replayed"))
-    assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
+    assert_replay_equals(broker, lake, tmp_path / "replayed")
 
 
 def cli(home: Path, bootstrap: str, *args: str) -> tuple[int, str]:
