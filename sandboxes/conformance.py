@@ -287,6 +287,47 @@ def check_network(sb: Sandbox, ctx: CheckContext) -> str:
     return f"connect attempts failed: {r.stdout.strip()}"
 
 
+def check_network_observed(sb: Sandbox, ctx: CheckContext) -> str:
+    """Attempts to reach a network are refused at once and seen by the host, whatever sends them.
+
+    The sandbox's own processes can neither change the watch nor hide from it, and a
+    reset forgets what was seen.
+    """
+    code = (
+        "import socket, time\n"
+        "t = time.monotonic()\n"
+        "for host, port in (('203.0.113.7', 8443), ('2001:db8::7', 22)):\n"
+        "    try:\n"
+        "        socket.create_connection((host, port), timeout=10); print('CONNECTED')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "try:\n"
+        "    u.sendto(b'x', ('198.51.100.7', 5353))\n"
+        "except OSError:\n"
+        "    pass\n"
+        "print(f'took {time.monotonic() - t:.1f}')\n"
+    )
+    before = sb.network_report()
+    expect(before is not None, "the backend observes the sandbox's network")
+    assert before is not None
+    expect(not before.attempted, f"a new sandbox has seen nothing, saw {before.describe()}")
+    r = sb.exec(["python3", "-c", code], timeout=30)
+    expect(r.exit_code == 0 and "CONNECTED" not in r.stdout, "no connection succeeds", r)
+    took = float(r.stdout.split("took")[-1]) if "took" in r.stdout else 99.0
+    expect(took < 8, f"attempts are refused at once, not left to time out (took {took:.1f}s)", r)
+    # the sandbox's processes cannot undo the watch (no capability in the namespace)
+    sb.exec("nft flush ruleset; ip link del tlw0; ip route flush table main", timeout=20)
+    seen = sb.network_report()
+    assert seen is not None
+    for dest in ("tcp 203.0.113.7:8443", "udp 198.51.100.7:5353"):
+        expect(dest in seen.destinations, f"{dest} observed, saw {seen.describe()}")
+    sb.reset()
+    after = sb.network_report()
+    expect(after is not None and not after.attempted, "a reset forgets what was seen")
+    return f"observed: {seen.describe()}"
+
+
 def check_host_files(sb: Sandbox, ctx: CheckContext) -> str:
     """Host files outside the workspace can be neither read nor written."""
     marker = ctx.host_dir / "marker.txt"
@@ -401,6 +442,7 @@ CHECKS: dict[str, Callable[[Sandbox, CheckContext], str]] = {
     "reset": check_reset,
     "tmp_persists": check_tmp_persists,
     "network": check_network,
+    "network_observed": check_network_observed,
     "host_files": check_host_files,
     "privileges": check_privileges,
     "rlimits": check_rlimits,

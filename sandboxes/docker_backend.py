@@ -38,6 +38,7 @@ from sandboxes.exec_io import CappedBuffer
 from sandboxes.images import AGENT_UID, ImageRecord, ImageStore
 from sandboxes.interface import DEFAULT_PATH, WORKSPACE, ExecResult, Sandbox, SandboxSpec
 from sandboxes.mounts import mount_tmpfs, umount
+from sandboxes.netwatch import NetWatch, NetworkReport, watch_namespace
 from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
 from sandboxes.workspace_io import clear_dir, copy_tree, read_under, write_under
 from schemas.events import ResourceUsage
@@ -173,6 +174,7 @@ class DockerSandbox(Sandbox):
         self._snapshots: dict[str, Path] = {}
         self._mounted = False
         self._tmp_mounted = False
+        self._net: NetWatch | None = None
         self._container: Any = None
         self._cgroup: CgroupSet | None = None
         self._keep: frozenset[int] = frozenset()
@@ -245,6 +247,7 @@ class DockerSandbox(Sandbox):
             raise SandboxCrashedError(f"container {self._container.id[:12]} exited at start")
         self._cgroup = CgroupSet.of_process(self._init_pid)
         self._keep = frozenset(self._descendants_of_init())
+        self._net = watch_namespace(f"/proc/{self._init_pid}/ns/net", self.id)
 
     def _descendants_of_init(self) -> set[int]:
         """The init process and its ``sleep``: everything that must survive a kill sweep."""
@@ -320,6 +323,13 @@ class DockerSandbox(Sandbox):
     def _quiesce(self) -> None:
         assert self._cgroup is not None
         self._cgroup.kill_all(exclude=self._keep)
+
+    def _network_report(self) -> NetworkReport | None:
+        self._check_alive()
+        return None if self._net is None else self._net.report()
+
+    def _writable_outside(self) -> dict[str, Path]:
+        return {"/tmp": self._tmp}
 
     # ------------------------------------------------------------------ exec
 
@@ -459,6 +469,8 @@ class DockerSandbox(Sandbox):
         self._check_alive()
         self._quiesce()
         clear_dir(self._tmp)
+        if self._net is not None:
+            self._net.clear()
         clear_dir(self._snaps)
         self._snapshots.clear()
         self._load_template(refresh=workspace is not None)

@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from sandboxes.errors import SandboxClosedError, SandboxCrashedError, SandboxPathError
+from sandboxes.netwatch import NetworkReport
 from schemas.events import ResourceUsage, SandboxAction, SandboxPayload
 
 WORKSPACE = "/workspace"
@@ -320,6 +321,37 @@ class Sandbox(ABC):
         os.chmod(host, 0o777)
         return FifoPair(posixpath.join(WORKSPACE, name), host)
 
+    def network_report(self) -> NetworkReport | None:
+        """What the sandbox's network namespace saw since it started or was last reset.
+
+        Observed by the host (see :mod:`sandboxes.netwatch`), not by parsing any command:
+        every packet a process tried to send out of the sandbox, its destinations, and
+        name lookups on the sandbox's loopback. ``None`` where the backend cannot observe.
+        """
+        self._check_open()
+        return self._network_report()
+
+    def files_outside_workspace(self, *, limit: int = 5000) -> list[str]:
+        """Files that exist outside the workspace in the sandbox's writable places, as sandbox paths.
+
+        Read from the host's side of those places (the sandbox's ``/tmp``, also its
+        ``$HOME``), without following links, so nothing run in the sandbox shapes the
+        answer. The rest of the sandbox's file system is read-only.
+        """
+        self._check_open()
+        out: list[str] = []
+        for inside, host in self._writable_outside().items():
+            for dirpath, dirnames, filenames in os.walk(host):
+                dirnames.sort()
+                rel = os.path.relpath(dirpath, host)
+                base = inside if rel == "." else posixpath.join(inside, rel)
+                links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+                for name in sorted(filenames) + links:
+                    out.append(posixpath.join(base, name))
+                    if len(out) >= limit:
+                        return out
+        return out
+
     def snapshot(self) -> str:
         """Freeze the workspace's current state and return a reference to it.
 
@@ -468,6 +500,14 @@ class Sandbox(ABC):
     @abstractmethod
     def _reset(self, workspace: Path | None) -> None:
         """Back to the initial state (``spec.workspace`` is already updated)."""
+
+    def _network_report(self) -> NetworkReport | None:
+        """What the backend's watch of the network saw (None: it has none)."""
+        return None
+
+    def _writable_outside(self) -> dict[str, Path]:
+        """Sandbox path -> host directory of each writable place outside the workspace."""
+        return {}
 
     @abstractmethod
     def _check_alive(self) -> None:

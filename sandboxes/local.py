@@ -1,7 +1,8 @@
 """The ``local`` backend: Linux namespaces through bubblewrap, the embedded default.
 
-Each ``exec`` is one ``bwrap`` process tree in fresh user, pid, network, ipc and
-uts namespaces: no network at all (only a loopback of its own), a private mount
+Each ``exec`` is one ``bwrap`` process tree in fresh user, pid, ipc and uts
+namespaces, inside the sandbox's own network namespace (made and watched by the
+host, see :mod:`sandboxes.netwatch`): no network at all, a private mount
 namespace that shows read-only system paths (the host's, or an image's root
 filesystem), a private ``/tmp`` and the workspace, and no capabilities. As root
 on the host the tree runs as an unprivileged host uid, so even a file whose
@@ -42,6 +43,7 @@ from sandboxes.exec_io import CappedBuffer, exit_code_of
 from sandboxes.images import AGENT_UID, ImageStore
 from sandboxes.interface import DEFAULT_PATH, WORKSPACE, ExecResult, Sandbox, SandboxSpec
 from sandboxes.mounts import mount, mount_tmpfs, umount, untraversable_ancestor
+from sandboxes.netwatch import NetWatch, NetworkReport, watch_namespace
 from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
 from sandboxes.workspace_io import clear_dir, copy_tree, read_under, write_under
 from schemas.events import ResourceUsage
@@ -154,6 +156,8 @@ class LocalSandbox(Sandbox):
         self._next_layer = 0
         self._mounted: list[Path] = []
         self._cgroup: CgroupSet | None = None
+        self._netns: str | None = None  # a named namespace of its own, where the host can watch it
+        self._net: NetWatch | None = None
         try:
             self._setup()
         except BaseException:
@@ -181,7 +185,25 @@ class LocalSandbox(Sandbox):
             pids=self.spec.pids,
             cpus=self.spec.cpus,
         )
+        self._setup_network()
         self._bwrap_base = self._bwrap_args()
+
+    def _setup_network(self) -> None:
+        """One network namespace for the sandbox's lifetime, made by the host, watched by it.
+
+        Every exec joins it (as a container's processes share one); bubblewrap's user
+        namespace does not own it, so nothing run inside can change it. Where ``ip netns``
+        is not available, each exec gets bubblewrap's own empty namespace instead: no
+        network either way, only the observation is missing.
+        """
+        name = f"trajlake-{self.id}"
+        if shutil.which("ip") is None or shutil.which("nsenter") is None:
+            return
+        p = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True, timeout=20)
+        if p.returncode != 0:
+            return
+        self._netns = name
+        self._net = watch_namespace(f"/run/netns/{name}", self.id)
 
     def _load_template(self) -> None:
         base = self._disk / "base"
@@ -224,7 +246,6 @@ class LocalSandbox(Sandbox):
             "--gid", str(AGENT_UID),
             "--disable-userns",
             "--unshare-pid",
-            "--unshare-net",
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
@@ -233,6 +254,8 @@ class LocalSandbox(Sandbox):
             "--new-session",
             "--cap-drop", "ALL",
         ]  # fmt: skip
+        if self._netns is None:
+            args.append("--unshare-net")
         if self._rootfs is not None:
             args += ["--ro-bind", str(self._rootfs), "/"]
         else:
@@ -249,6 +272,9 @@ class LocalSandbox(Sandbox):
     def _teardown(self) -> None:
         if self._cgroup is not None:
             self._cgroup.remove()
+        if self._netns is not None:
+            subprocess.run(["ip", "netns", "del", self._netns], capture_output=True, timeout=20)
+            self._netns = self._net = None
         for path in reversed(self._mounted):
             try:
                 umount(path)
@@ -290,6 +316,8 @@ class LocalSandbox(Sandbox):
         if self.spec.cpu_time_s is not None:
             args.append(f"--cpu={self.spec.cpu_time_s}:{self.spec.cpu_time_s + 1}")
         args += ["--", *self._bwrap_base]
+        if self._netns is not None:
+            args = ["nsenter", f"--net=/run/netns/{self._netns}", *args]
         for key, value in environment.items():
             args += ["--setenv", key, value]
         args += ["--chdir", cwd, "--", *argv]
@@ -423,6 +451,13 @@ class LocalSandbox(Sandbox):
     def _workspace_root(self) -> Path:
         return self._ws
 
+    def _network_report(self) -> NetworkReport | None:
+        self._check_alive()
+        return None if self._net is None else self._net.report()
+
+    def _writable_outside(self) -> dict[str, Path]:
+        return {"/tmp": self._tmp}
+
     def _snapshot(self) -> str:
         self._check_alive()
         self._quiesce()
@@ -457,6 +492,8 @@ class LocalSandbox(Sandbox):
             self._mounted.remove(self._ws)
         clear_dir(self._disk / "layers")
         clear_dir(self._tmp)
+        if self._net is not None:
+            self._net.clear()
         self._snapshots.clear()
         self._next_layer = 0
         if workspace is not None:

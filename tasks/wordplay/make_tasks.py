@@ -1,7 +1,7 @@
 """Generate the wordplay family: `python tasks/wordplay/make_tasks.py` (deterministic).
 
 Each task asks for a word reversed into answer.txt. The hidden tests give
-partial credit (file written, length, each letter in place, exact answer), so
+partial credit (one lower-case word written, length, each letter in place, exact answer), so
 the judge's score is a dense reward. Tasks 001-036 are the training split of
 the demo, 037-048 the held-out split it evaluates on.
 """
@@ -31,8 +31,9 @@ def _answer():
     return p.read_text().rstrip("\\n") if p.exists() else ""
 
 
-def test_answer_file_written():
-    assert Path("answer.txt").exists()
+def test_answer_is_one_word():
+    # an empty or junk file is not a step towards the answer
+    assert _answer().isalpha() and _answer().islower()
 
 
 def test_same_length():
@@ -58,7 +59,7 @@ def main() -> None:
         (d / "hidden_tests").mkdir(exist_ok=True)
         tier = "easy" if len(word) <= 4 else "medium" if len(word) == 5 else "hard"
         (d / "task.yaml").write_text(
-            f"id: {tid}\nfamily: wordplay\nversion: 1\ntier: {tier}\n"
+            f"id: {tid}\nfamily: wordplay\nversion: 2\ntier: {tier}\n"
             f"title: Reverse the word {word}\n"
             f"instruction: 'Write \"{word}\" reversed into answer.txt.'\n"
         )

@@ -78,7 +78,7 @@ class HostBackend(SandboxBackend):
         return HostSandbox(spec)
 
 
-@pytest.mark.parametrize("check", ["network", "host_files", "file_io"])
+@pytest.mark.parametrize("check", ["network", "network_observed", "host_files", "file_io"])
 def test_isolation_checks_fail_without_isolation(check: str) -> None:
     result = run_check(HostBackend(), check)
     assert not result.passed, f"{check} passed on an unisolated host sandbox: {result.detail}"
