@@ -279,6 +279,7 @@ class Peer:
     def __init__(self, rfd, wfd, side):
         self._r = rfd
         self._w = wfd
+        self._buf = b""  # bytes read past the last frame: one read usually holds a whole frame
         self.side = side
         self.other = JUDGE if side == AGENT else AGENT
         self._exports = {}
@@ -309,17 +310,23 @@ class Peer:
             self._break(f"the other side closed the pipe ({exc.strerror})")
 
     def _read_exact(self, n):
-        chunks, left = [], n
-        while left:
+        buf = self._buf
+        if len(buf) >= n:
+            self._buf = buf[n:]
+            return buf[:n]
+        chunks, left = [buf], n - len(buf)
+        while left > 0:
             try:
-                chunk = os.read(self._r, min(left, 1 << 20))
+                chunk = os.read(self._r, max(left, 1 << 16))
             except OSError as exc:
                 self._break(f"reading the pipe failed ({exc.strerror})")
             if not chunk:
                 self._break("the other side closed the pipe")
             chunks.append(chunk)
             left -= len(chunk)
-        return b"".join(chunks)
+        data = b"".join(chunks)
+        self._buf = data[n:]
+        return data[:n]
 
     def _recv(self):
         (size,) = struct.unpack(">I", self._read_exact(4))

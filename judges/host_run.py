@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judges import pytest_server
 from judges.judgement import TestOutcome
 from judges.junit import parse_junit
 from sandboxes.errors import SandboxError
@@ -108,12 +109,24 @@ def agent_modules(initial: Path, target: str) -> list[str]:
     return names
 
 
-def _pytest_argv(hidden: Path, target: str, report: Path, extra: list[str], plugin: bool) -> list[str]:
-    plugins = [str(BRIDGE_SOURCE), str(PLUGIN_SOURCE)] if plugin else ["", ""]
-    start = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(_site_paths()), *plugins]
+@dataclass
+class _PytestRun:
+    """One run of the judge's pytest: its arguments, and the bridge's plugin where used."""
+
+    args: list[str]
+    plugins: list[tuple[str, str]]
+
+    def argv(self) -> list[str]:
+        """A fresh interpreter's command line for the same run (the fallback)."""
+        paths = [p for _, p in self.plugins] or ["", ""]
+        return [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(_site_paths()), *paths, *self.args]
+
+
+def _pytest_run(hidden: Path, target: str, report: Path, extra: list[str], plugin: bool) -> _PytestRun:
+    plugins = [("trajlake_bridge", str(BRIDGE_SOURCE)), ("trajlake_bridge_plugin", str(PLUGIN_SOURCE))]
     args = ["-q", "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", str(hidden),
             f"--junitxml={report}", "-o", "junit_family=xunit1"]  # fmt: skip
-    return [*start, *args, *extra, str(hidden / target)]
+    return _PytestRun([*args, *extra, str(hidden / target)], plugins if plugin else [])
 
 
 def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -127,21 +140,29 @@ def _env(home: Path, extra: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _run_pytest(argv: list[str], cwd: Path, env: dict[str, str], timeout: float, out: HostRun) -> None:
+def _run_pytest(run: _PytestRun, cwd: Path, env: dict[str, str], timeout: float, out: HostRun) -> None:
     start = time.monotonic()
-    with subprocess.Popen(
-        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True,
-    ) as proc:  # fmt: skip
-        try:
-            text, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            text, _ = proc.communicate()
-            out.timed_out = True
-        out.exit_code = None if out.timed_out else proc.returncode
+    server = pytest_server.shared(_site_paths())
+    forked = None
+    if server is not None:
+        console = Path(env["HOME"]) / "console.txt"
+        forked = server.run(run.args, cwd=cwd, env=env, output=console, plugins=run.plugins, timeout=timeout)
+    if forked is not None:
+        out.timed_out, out.exit_code, out.output = forked.timed_out, forked.exit_code, forked.output
+    else:
+        with subprocess.Popen(
+            run.argv(), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        ) as proc:  # fmt: skip
+            try:
+                text, _ = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                text, _ = proc.communicate()
+                out.timed_out = True
+            out.exit_code = None if out.timed_out else proc.returncode
+        out.output = text.decode("utf-8", "replace")[-3000:]
     out.duration_s = time.monotonic() - start
-    out.output = text.decode("utf-8", "replace")[-3000:]
 
 
 def _read_report(report: Path, out: HostRun) -> None:
@@ -193,8 +214,8 @@ def run_outputs(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, *
         _unpack(archive, ws, out)
         hidden = _write_hidden(root, target, hidden_files)
         report = root / "report.xml"
-        argv = _pytest_argv(hidden, target, report, extra_args, plugin=False)
-        _run_pytest(argv, ws, _env(root, {}), timeout, out)
+        run = _pytest_run(hidden, target, report, extra_args, plugin=False)
+        _run_pytest(run, ws, _env(root, {}), timeout, out)
         _read_report(report, out)
         return out
     finally:
@@ -229,8 +250,8 @@ def run_bridge(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, mo
             "TRAJLAKE_BRIDGE_CONNECT_S": str(min(30.0, timeout)),
         })  # fmt: skip
         thread.start()
-        argv = _pytest_argv(hidden, target, report, extra_args, plugin=True)
-        _run_pytest(argv, hidden, env, timeout, out)
+        run = _pytest_run(hidden, target, report, extra_args, plugin=True)
+        _run_pytest(run, hidden, env, timeout, out)
         _read_report(report, out)
         try:
             out.bridge = json.loads(status.read_text())

@@ -62,6 +62,7 @@ class TestsJudge(Judge):
     Config = TestsConfig
     code_modules = (
         "judges.junit", "judges.context", "judges.host_run", "judges.bridge", "judges.bridge_plugin",
+        "judges.pytest_server",
     )  # fmt: skip
     config: TestsConfig
 
