@@ -90,6 +90,7 @@ class AdmissionResult:
             "admitted": self.admitted,
             "reasons": self.reasons,
             "admitted_at": dt.datetime.now(dt.UTC),
+            "do_nothing_score": self.do_nothing_score,
         }
 
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import DeltaError, TableNotFoundError
+from deltalake.schema import Field as DeltaField
 
 from pipelines.errors import LakeDamagedError, LakeError, TableMissingError, VersionNotFoundError
 from schemas.tables import PARTITION_COLUMNS, PRIMARY_KEYS, TABLES
@@ -84,8 +85,9 @@ class Lake:
             Path(self.root).mkdir(parents=True, exist_ok=True)
         for name in tables:
             try:
-                DeltaTable(self.uri(name), storage_options=self.storage_options)
+                existing = DeltaTable(self.uri(name), storage_options=self.storage_options)
             except TableNotFoundError:
+                existing = None
                 try:
                     DeltaTable.create(
                         self.uri(name),
@@ -98,6 +100,25 @@ class Lake:
                     raise LakeError(f"cannot create table {name} at {self.uri(name)}: {exc}") from exc
             except Exception as exc:  # damaged: never write on top of it
                 raise self._damaged(name, exc) from exc
+            if existing is not None:
+                self._add_new_columns(name, existing)
+
+    def _add_new_columns(self, name: str, dt: DeltaTable) -> None:
+        """A table made by an older trajlake gets the nullable columns added since (null in old rows)."""
+        have = set(dt.schema().to_arrow().names)
+        missing = [f for f in TABLES[name] if f.name not in have]
+        if not missing:
+            return
+        if any(not f.nullable for f in missing):
+            required = [f.name for f in missing if not f.nullable]
+            raise LakeError(
+                f"table {name} at {self.uri(name)} lacks required columns {required}; "
+                "rebuild it with `trajlake replay --into NEW_DIR`"
+            )
+        try:
+            dt.alter.add_columns([DeltaField.from_arrow(f) for f in missing])
+        except DeltaError as exc:
+            raise LakeError(f"cannot add columns {[f.name for f in missing]} to table {name}: {exc}") from exc
 
     def table(self, name: str, version: int | None = None) -> DeltaTable:
         """Open ``name`` (at a Delta ``version`` for time travel).

@@ -135,6 +135,8 @@ TASKS = pa.schema(
         pa.field("admitted", pa.bool_(), nullable=False),
         pa.field("reasons", pa.list_(pa.string())),
         pa.field("admitted_at", TS, nullable=False),
+        # the task's own judge on the untouched initial state: what doing nothing earns
+        pa.field("do_nothing_score", pa.float64()),
     ]
 )
 """Task specs with their admission results."""

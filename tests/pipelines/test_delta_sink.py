@@ -151,3 +151,26 @@ def test_a_batch_that_changes_nothing_still_records_its_offsets(lake: Lake) -> N
     # The same rows under new offsets: the MERGE inserts nothing, the offsets are recorded.
     assert lake.write("events", t, mode="insert_new", txns={"p:t:0": 9})
     assert lake.txn_version("events", "p:t:0") == 9 and lake.read("events").num_rows == 3
+
+
+def test_a_table_from_an_older_schema_gets_the_new_nullable_columns(tmp_path: Path) -> None:
+    import datetime as dt
+
+    older = pa.schema([f for f in TABLES["tasks"] if f.name != "do_nothing_score"])
+    DeltaTable.create(str(tmp_path / "lake" / "tasks"), schema=older)
+    now = dt.datetime.now(dt.UTC)
+    row = {"task_id": "t1", "version": "1", "family": "f", "tier": None, "spec": "{}", "spec_digest": "d",
+           "state_digest": None, "admitted": True, "reasons": [], "admitted_at": now}  # fmt: skip
+    from deltalake import write_deltalake
+
+    old_rows = pa.Table.from_pylist([row], schema=older)
+    write_deltalake(str(tmp_path / "lake" / "tasks"), old_rows, mode="append")
+    lake = Lake(tmp_path / "lake")
+    lake.ensure(["tasks"])
+    assert DeltaTable(lake.uri("tasks")).schema().to_arrow().names == TABLES["tasks"].names
+    lake.ensure(["tasks"])  # nothing left to add: no new commit
+    assert lake.table("tasks").version() == 2
+    new = {**row, "task_id": "t2", "do_nothing_score": 0.25}
+    lake.write("tasks", pa.Table.from_pylist([new], schema=TABLES["tasks"]), mode="upsert")
+    got = {r["task_id"]: r["do_nothing_score"] for r in lake.read("tasks").to_pylist()}
+    assert got == {"t1": None, "t2": 0.25}
