@@ -14,19 +14,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judges.errors import WorkspaceUnjudgeable
 from judges.tasks import Task
 from sandboxes.errors import SandboxError
 from sandboxes.interface import Sandbox
 from schemas.events import Event, ToolCall, ToolResult
 
 TEXT_LIMIT = 256 << 10
-"""Files larger than this are compared by hash only."""
+"""Files larger than this are compared by hash only..."""
+CODE_TEXT_LIMIT = 4 << 20
+"""... except Python files, read up to this size (a larger one is flagged as code the judge cannot read)."""
+
+MAX_ENTRIES = 200_000
+"""Most files and directories a workspace listing walks (a sandbox's tmpfs holds fewer)."""
 
 _LIST_FILES = r"""
 import hashlib, json, os, sys
-root, skip = sys.argv[1], set(sys.argv[2:])
+root, limit, skip = sys.argv[1], int(sys.argv[2]), set(sys.argv[3:])
 out = {}
+seen = 0
 for dp, dns, fns in os.walk(root):
+    seen += len(dns) + len(fns)
+    if seen > limit:
+        print(json.dumps({"__too_many__": seen}))
+        raise SystemExit(0)
     rel_dp = os.path.relpath(dp, root)
     dns[:] = [d for d in dns if d not in ("__pycache__", ".git", ".pytest_cache")
               and os.path.normpath(os.path.join(rel_dp, d)) not in skip]
@@ -46,11 +57,22 @@ print(json.dumps(out))
 
 
 def list_files(sandbox: Sandbox, skip: Sequence[str] = ()) -> dict[str, str]:
-    """Every file of the sandbox's workspace with its sha256 (listed inside the sandbox)."""
-    r = sandbox.exec(["python3", "-I", "-c", _LIST_FILES, "/workspace", *skip], timeout=60)
+    """Every file of the sandbox's workspace with its sha256 (listed inside the sandbox).
+
+    Raises:
+        WorkspaceUnjudgeable: the listing ran past its time or memory, or the workspace holds
+            more than :data:`MAX_ENTRIES` entries (the agent's doing: a sandbox that broke
+            raises its :class:`SandboxError` instead).
+    """
+    r = sandbox.exec(["python3", "-I", "-c", _LIST_FILES, "/workspace", str(MAX_ENTRIES), *skip], timeout=60)
+    if r.timed_out or r.oom_killed:
+        why = "ran past 60 s" if r.timed_out else "ran out of the sandbox's memory"
+        raise WorkspaceUnjudgeable(f"listing the workspace {why}")
     if r.exit_code != 0:
         raise SandboxError(f"cannot list the workspace: exit {r.exit_code}: {r.stderr[-300:]}")
     data: dict[str, str] = json.loads(r.stdout)
+    if "__too_many__" in data:
+        raise WorkspaceUnjudgeable(f"the workspace holds more than {MAX_ENTRIES} files and directories")
     return data
 
 
@@ -89,6 +111,18 @@ class FileChange:
         """(line number in the new file, text) of every added line."""
         return self._lines("+")
 
+    def added_code_lines(self) -> list[tuple[int, str]]:
+        """Like :meth:`added_lines`, with the comments of a Python file taken out (a comment does nothing)."""
+        added = self.added_lines()
+        if not self.path.endswith(".py") or self.new is None:
+            return added
+        comments = _comment_spans(self.new)
+        out = []
+        for n, text in added:
+            start = comments.get(n)
+            out.append((n, text if start is None else text[:start]))
+        return out
+
     def removed_lines(self) -> list[tuple[int, str]]:
         """(line number in the old file, text) of every removed line."""
         return self._lines("-")
@@ -108,6 +142,21 @@ class FileChange:
         return out
 
 
+def _comment_spans(text: str) -> dict[int, int]:
+    """Line number -> column where its comment starts (none for a file that does not tokenize)."""
+    import io
+    import tokenize
+
+    out: dict[int, int] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                out[tok.start[0]] = tok.start[1]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return {}
+    return out
+
+
 @dataclass
 class WorkspaceDiff:
     """The final workspace against the initial state."""
@@ -120,9 +169,20 @@ class WorkspaceDiff:
         return [c.path for c in self.changes]
 
 
-def _text(data: bytes | None) -> str | None:
-    if data is None or len(data) > TEXT_LIMIT or b"\0" in data[:8192]:
+def _text(data: bytes | None, path: str = "") -> str | None:
+    """The file as text (``None``: binary or too large); Python files in their declared encoding."""
+    code = path.endswith(".py")
+    if data is None or len(data) > (CODE_TEXT_LIMIT if code else TEXT_LIMIT) or b"\0" in data[:8192]:
         return None
+    if code:
+        import io
+        import tokenize
+
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            return data.decode(encoding)
+        except (SyntaxError, LookupError, UnicodeDecodeError):
+            return None  # Python would not read it either, or not as the judge would
     return data.decode("utf-8", "replace")
 
 
@@ -135,11 +195,13 @@ def compute_diff(sandbox: Sandbox, initial: Path, skip: Sequence[str] = ()) -> W
         b, a = before.get(path), after.get(path)
         if b == a:
             continue
-        old = _text((initial / path).read_bytes()) if b is not None and not b.startswith("link:") else None
+        readable = b is not None and not b.startswith("link:")
+        old = _text((initial / path).read_bytes(), path) if readable else None
         new = None
         if a is not None and not a.startswith(("link:", "unreadable:")):
+            limit = CODE_TEXT_LIMIT if path.endswith(".py") else TEXT_LIMIT
             try:
-                new = _text(sandbox.read_file(path, max_bytes=TEXT_LIMIT))
+                new = _text(sandbox.read_file(path, max_bytes=limit), path)
             except (SandboxError, OSError):
                 new = None
         kind = "added" if b is None else "deleted" if a is None else "modified"

@@ -31,3 +31,7 @@ class GoldenSetError(JudgeError):
 
 class AdmissionError(JudgeError):
     """Tasks a job needs were not admitted (the message gives the distinct reasons and counts)."""
+
+
+class WorkspaceUnjudgeable(JudgeError):  # noqa: N818 - a finding about the agent's state, not a fault
+    """The agent left a workspace the judge cannot read within its limits: a ``fail``, never ``error``."""

@@ -20,6 +20,7 @@ sandbox cannot see, so a verdict never rests on anything the agent can write.
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from judges import pytest_server
+from judges.errors import WorkspaceUnjudgeable
 from judges.judgement import TestOutcome
 from judges.junit import parse_junit
 from sandboxes.errors import SandboxError
@@ -67,6 +69,11 @@ def _site_paths() -> list[str]:
     paths = sysconfig.get_paths()
     return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
 
+
+NO_BYTECODE = ("-B", "-X", "pycache_prefix=/dev/null/none")
+"""Interpreter options for running the agent's code from source only: its ``__pycache__`` is never read
+(a ``.pyc`` there that claims its source's size and time, but holds other code, would run instead of the
+source the judge reads); no cache can exist under ``/dev/null``."""
 
 WORKSPACE_LIMIT = 256 << 20
 """Largest workspace the ``outputs`` mode copies out (a bigger one is the agent's failure)."""
@@ -227,13 +234,19 @@ def run_bridge(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, mo
     """The ``bridge`` mode (see the module docstring)."""
     out = HostRun()
     root = Path(tempfile.mkdtemp(prefix="trajlake-judge-"))
-    chan = sandbox.open_fifo_pair(f".trajlake-bridge-{uuid.uuid4().hex}")
+    try:
+        chan = sandbox.open_fifo_pair(f".trajlake-bridge-{uuid.uuid4().hex}")
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the agent filled its workspace (bytes or entries)
+            why = "the workspace is full: the judge cannot open its channel in it"
+            raise WorkspaceUnjudgeable(why) from exc
+        raise
     server: dict[str, Any] = {}
 
     def serve() -> None:
         try:
             server["result"] = sandbox.exec(
-                ["python3", "-I", "-c", BRIDGE_SOURCE.read_text(), chan.sandbox_dir],
+                ["python3", "-I", *NO_BYTECODE, "-c", BRIDGE_SOURCE.read_text(), chan.sandbox_dir],
                 timeout=timeout + 3,  # ends with the judge's pytest (a looping agent keeps it no longer)
             )
         except SandboxError as exc:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
-from judges.errors import JudgeConfigError
+from judges.errors import JudgeConfigError, WorkspaceUnjudgeable
 from judges.judgement import Flag, Judgement, Verdict
 from sandboxes.errors import SandboxError
 
@@ -91,6 +91,9 @@ class Judge(ABC):
         """
         try:
             out = self._judge(ctx)
+        except WorkspaceUnjudgeable as exc:  # the agent's doing, so never filed as infrastructure
+            flag = Flag(kind="workspace_unjudgeable", evidence=str(exc))
+            out = Outcome(0.0, "fail", flags=[flag], detail=f"the workspace cannot be judged: {exc}")
         except SandboxError as exc:
             out = Outcome(0.0, "error", detail=f"sandbox failed while judging: {type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - a judge bug is an error verdict, not a crash

@@ -23,8 +23,9 @@ from sandboxes.interface import ExecResult, Sandbox, SandboxSpec
 from sandboxes.registry import SandboxBackend
 
 CONFORMANCE_SPEC = SandboxSpec(
-    memory_mb=256, pids=64, cpus=1.0, disk_mb=64, tmp_mb=16, exec_timeout_s=30, output_limit_bytes=1 << 20
-)
+    memory_mb=256, pids=64, cpus=1.0, disk_mb=64, tmp_mb=16, max_files=4096, exec_timeout_s=30,
+    output_limit_bytes=1 << 20,
+)  # fmt: skip
 """Limits small enough that every exhaustion check finishes in seconds."""
 
 TEMPLATE = {
@@ -429,6 +430,32 @@ def check_disk_fill(sb: Sandbox, ctx: CheckContext) -> str:
     return f"workspace stopped at {size >> 20} MiB or {files} small files, /tmp at {tsize >> 20} MiB"
 
 
+def check_entry_fill(sb: Sandbox, ctx: CheckContext) -> str:
+    """Empty directories and files (no bytes at all) stop at ``max_files``, in the workspace and /tmp."""
+    code = (
+        "import os, sys\n"
+        "base, i = sys.argv[1], 0\n"
+        "try:\n"
+        "    while i < 200000:\n"
+        "        os.mkdir(os.path.join(base, f'd{i}')); i += 1\n"
+        "except OSError as e:\n"
+        "    print('errno', e.errno)\n"
+        "print('made', i)\n"
+    )
+    made = {}
+    for where in ("/workspace/many", "/tmp/many"):
+        r = sb.exec(["sh", "-c", f'mkdir -p {where} && python3 -c "$0" {where}', code], timeout=120)
+        n = int(r.stdout.split("made")[-1]) if "made" in r.stdout else -1
+        expect(0 < n <= ctx.spec.max_files, f"{where}: entries stopped by the bound ({n} made)", r)
+        made[where] = n
+    exported = sb.export_workspace()
+    expect(len(exported) > 0, "a workspace at its entry bound can still be exported")
+    sb.reset()
+    ok = sb.exec("echo fine > after.txt && cat after.txt")
+    expect(ok.stdout == "fine\n", "workspace usable after reset", ok)
+    return ", ".join(f"{w}: {n} entries" for w, n in made.items())
+
+
 CHECKS: dict[str, Callable[[Sandbox, CheckContext], str]] = {
     "exec": check_exec,
     "exit_codes": check_exit_codes,
@@ -449,6 +476,7 @@ CHECKS: dict[str, Callable[[Sandbox, CheckContext], str]] = {
     "fork_bomb": check_fork_bomb,
     "memory_bomb": check_memory_bomb,
     "disk_fill": check_disk_fill,
+    "entry_fill": check_entry_fill,
 }
 """Every conformance check, by name, in the order the selftest runs them."""
 

@@ -198,10 +198,14 @@ class DockerSandbox(Sandbox):
         self.dir.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         self.dir.mkdir(mode=0o755)
         self._snaps.mkdir()
-        mount_tmpfs(self._ws, self.spec.disk_mb, "the workspace tmpfs", owner=AGENT_UID)
+        mount_tmpfs(
+            self._ws, self.spec.disk_mb, "the workspace tmpfs", owner=AGENT_UID, inodes=self.spec.max_files
+        )
         self._mounted = True
         # /tmp is a host tmpfs too, so reset can empty it without a round trip through the engine
-        mount_tmpfs(self._tmp, self.spec.tmp_mb, "the sandbox's /tmp", mode="1777")
+        mount_tmpfs(
+            self._tmp, self.spec.tmp_mb, "the sandbox's /tmp", mode="1777", inodes=self.spec.max_files
+        )
         self._tmp_mounted = True
         self._load_template()
         fsize = (self.spec.file_size_mb or self.spec.disk_mb) << 20

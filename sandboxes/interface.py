@@ -91,6 +91,9 @@ class SandboxSpec:
     """Size bound of the workspace (initial state, changes and snapshots of ``local``)."""
     tmp_mb: int = 64
     """Size of the private ``/tmp``."""
+    max_files: int = 65536
+    """Files and directories the workspace, and apart from it ``/tmp``, can hold (tmpfs inodes):
+    a judge must be able to list what the agent left."""
     exec_timeout_s: float = 60.0
     """Default wall-clock timeout of one ``exec``."""
     output_limit_bytes: int = 1 << 20
@@ -351,6 +354,11 @@ class Sandbox(ABC):
                     if len(out) >= limit:
                         return out
         return out
+
+    def stop_processes(self) -> None:
+        """Kill every process still running in the sandbox (what the agent left behind); files stay."""
+        self._check_open()
+        self._quiesce()
 
     def snapshot(self) -> str:
         """Freeze the workspace's current state and return a reference to it.

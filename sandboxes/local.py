@@ -171,10 +171,13 @@ class LocalSandbox(Sandbox):
         self.dir.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         self.dir.mkdir(mode=0o755)
         self._ws.mkdir()
-        mount_tmpfs(self._disk, self.spec.disk_mb, "the workspace tmpfs")
+        files = self.spec.max_files
+        mount_tmpfs(self._disk, self.spec.disk_mb, "the workspace tmpfs", inodes=files)
         self._mounted.append(self._disk)
         # /tmp lives as long as the sandbox (like a container's), bounded on its own
-        mount_tmpfs(self._tmp, self.spec.tmp_mb, "the sandbox's /tmp", mode="1777")
+        mount_tmpfs(
+            self._tmp, self.spec.tmp_mb, "the sandbox's /tmp", mode="1777", inodes=self.spec.max_files
+        )
         self._mounted.append(self._tmp)
         (self._disk / "layers").mkdir()
         self._load_template()

@@ -38,15 +38,23 @@ def umount(target: Path) -> None:
 
 
 def mount_tmpfs(
-    target: Path, size_mb: int, what: str, *, mode: str = "0755", owner: int | None = None
+    target: Path,
+    size_mb: int,
+    what: str,
+    *,
+    mode: str = "0755",
+    owner: int | None = None,
+    inodes: int | None = None,
 ) -> None:
-    """Mount a size-bounded tmpfs at ``target`` (created here).
+    """Mount a size-bounded tmpfs at ``target`` (created here), with at most ``inodes`` entries.
 
     Raises:
         SandboxUnavailableError: the mount failed (``what`` names it in the message).
     """
     target.mkdir()
     opts = f"size={size_mb}m,mode={mode}" + (f",uid={owner},gid={owner}" if owner is not None else "")
+    if inodes is not None:
+        opts += f",nr_inodes={inodes}"
     try:
         mount("tmpfs", target, "tmpfs", opts)
     except OSError as exc:

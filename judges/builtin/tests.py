@@ -24,12 +24,14 @@ tests run is the task's ``hidden_tests.runs``:
 
 from __future__ import annotations
 
+import errno
 import re
 import uuid
 from typing import Any, Literal
 
 from judges.context import JudgeContext
-from judges.host_run import HostRun, agent_modules, run_bridge, run_outputs
+from judges.errors import WorkspaceUnjudgeable
+from judges.host_run import NO_BYTECODE, HostRun, agent_modules, run_bridge, run_outputs
 from judges.judgement import Flag, TestOutcome
 from judges.junit import parse_junit
 from judges.registry import Judge, JudgeConfig, Outcome, register_judge
@@ -85,7 +87,7 @@ class TestsJudge(Judge):
         runs = self.config.runs or spec.runs
         if runs == "sandbox":
             return self._in_sandbox(ctx, hidden, spec.target)
-        ctx.sandbox.snapshot()  # kills whatever the agent left running (e.g. a watcher rewriting files)
+        ctx.sandbox.stop_processes()  # whatever the agent left running (e.g. a watcher rewriting files)
         args = dict(timeout=self.config.timeout_s, extra_args=list(self.config.extra_args))
         if runs == "outputs":
             run = run_outputs(ctx.sandbox, hidden, spec.target, **args)  # type: ignore[arg-type]
@@ -161,13 +163,19 @@ class TestsJudge(Judge):
 
     def _in_sandbox(self, ctx: JudgeContext, hidden: dict[str, bytes], target: str) -> Outcome:
         sb = ctx.sandbox
-        sb.snapshot()  # kills whatever the agent left running (e.g. a watcher rewriting files)
+        sb.stop_processes()  # whatever the agent left running (e.g. a watcher rewriting files)
         sb.exec(["rm", "-rf", f"/workspace/{target}"], timeout=30)
-        for rel, data in hidden.items():
-            sb.write_file(f"{target}/{rel}", data)
+        try:
+            for rel, data in hidden.items():
+                sb.write_file(f"{target}/{rel}", data)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the agent filled its workspace
+                why = "the workspace is full: the hidden tests cannot be copied in"
+                raise WorkspaceUnjudgeable(why) from exc
+            raise
         report = f"/tmp/trajlake-junit-{uuid.uuid4().hex}.xml"
         argv = [
-            "python3", "-I", "-c", _RUNNER,
+            "python3", "-I", *NO_BYTECODE, "-c", _RUNNER,
             "-q", "-p", "no:cacheprovider", "--noconftest", "-c", "/dev/null", "--rootdir", "/workspace",
             f"--junitxml={report}", "-o", "junit_family=xunit1", *self.config.extra_args, target,
         ]  # fmt: skip
