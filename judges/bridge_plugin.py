@@ -13,6 +13,11 @@ environment variables (the run is a child of the judge):
     where to write what happened to the bridge (JSON), at the end.
 ``TRAJLAKE_BRIDGE_CONNECT_S``
     how long to wait for the server to open its end.
+``TRAJLAKE_BRIDGE_ORDER``
+    a seed (hex): the tests run in the order it shuffles them into. The agent's package keeps
+    its state from one test to the next in the sandbox, so answers replayed by call count in
+    the order the tests are written would pass; the seed is the judge's secret, so the order
+    can be neither known nor learnt.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
+import random
 import sys
 import time
 import types
@@ -94,6 +100,14 @@ def pytest_configure(config: Any) -> None:
     for name in names:  # nothing of the host may stand in for the agent's modules
         sys.modules.pop(name, None)
     sys.meta_path.insert(0, _RemoteFinder(names))
+
+
+def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
+    """Run the tests in the order the judge's seed gives (see ``TRAJLAKE_BRIDGE_ORDER``)."""
+    seed = os.environ.get("TRAJLAKE_BRIDGE_ORDER")
+    if seed:
+        items.sort(key=lambda item: item.nodeid)
+        random.Random(int(seed, 16)).shuffle(items)
 
 
 def pytest_runtest_logreport(report: Any) -> None:

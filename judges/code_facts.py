@@ -285,6 +285,65 @@ _DYNAMIC_CODE = {
 """Ways of running code that is not in any ``.py`` file the judge reads."""
 
 
+def _input_of(value: object, literals: frozenset[str]) -> str | None:
+    """The test input a constant is (or holds, joined with others: ``b"1.10.0|1.9.4"``), if any."""
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    if repr(value) in literals:
+        return repr(value)
+    if isinstance(value, str):
+        for part in re.split(r"[|,;:\t\n]+", value):
+            if part != value and repr(part.strip()) in literals:
+                return repr(part.strip())
+    return None
+
+
+def _named_lookups(tree: ast.AST, literals: frozenset[str]) -> list[tuple[str, ast.AST, str]]:
+    """Names bound to a collection holding a test input, then used to test or look up a value.
+
+    ``_EDGE = frozenset([3999])`` then ``if n in _EDGE:``: the special case, one name apart.
+    """
+    held: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            for sub in ast.walk(node.value):
+                if isinstance(sub, ast.List | ast.Tuple | ast.Set | ast.Dict):
+                    elts = sub.keys if isinstance(sub, ast.Dict) else sub.elts
+                    for e in elts:
+                        if isinstance(e, ast.Constant) and (hit := _input_of(e.value, literals)) is not None:
+                            held[node.targets[0].id] = hit
+    out: list[tuple[str, ast.AST, str]] = []
+    if not held:
+        return out
+    for node in ast.walk(tree):
+        names: list[ast.expr] = []
+        if isinstance(node, ast.Compare) and any(isinstance(op, _EQUALITY) for op in node.ops):
+            names = [node.left, *node.comparators]
+        elif isinstance(node, ast.Subscript):
+            names = [node.value]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            names = [node.func.value]
+        for n in names:
+            if isinstance(n, ast.Name) and n.id in held:
+                out.append((n.id, node, held[n.id]))
+    return out
+
+
+def _tables(tree: ast.AST) -> list[list[ast.Constant]]:
+    """The constants of each list, tuple or set literal (however the table is then built or used)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            consts = [e for e in node.elts if isinstance(e, ast.Constant) and e.value is not None]
+            if consts:
+                out.append(consts)
+        elif isinstance(node, ast.Dict):
+            consts = [v for v in node.values if isinstance(v, ast.Constant) and v.value is not None]
+            if consts:
+                out.append(consts)
+    return out
+
+
 def _lookup_constants(tree: ast.AST) -> list[ast.Constant]:
     """Constants used as keys of a dict literal, as compared values, or as match patterns."""
     out: list[ast.Constant] = []
@@ -311,11 +370,6 @@ def _lookup_constants(tree: ast.AST) -> list[ast.Constant]:
         elif isinstance(node, ast.MatchValue):
             consts(node.value)
     return out
-
-
-def _literal_source(node: ast.AST) -> bool:
-    """Code given as a literal string in the file itself (the judge reads it there)."""
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _benign_uses(tree: ast.AST, resolve: Callable[[str | None], str | None]) -> set[int]:
@@ -380,8 +434,18 @@ def facts(text: str | None, literals: frozenset[str] = frozenset()) -> list[Fact
     if literals:
         main_nodes = _main_block_nodes(tree)
         for c in _lookup_constants(tree):
-            if id(c) not in main_nodes and repr(c.value) in literals:
-                out.append(Fact(_KINDS["special"], f"looks up the test input {repr(c.value)[:60]}", c.lineno))
+            hit = _input_of(c.value, literals)
+            if id(c) not in main_nodes and hit is not None:
+                out.append(Fact(_KINDS["special"], f"looks up the test input {hit[:60]}", c.lineno))
+        for bound, node, hit in _named_lookups(tree, literals):
+            if id(node) not in main_nodes:
+                what = f"looks up the test input {hit[:60]} through {bound}"
+                out.append(Fact(_KINDS["special"], what, getattr(node, "lineno", 0)))
+        for container in _tables(tree):
+            hits = sorted({h for e in container if (h := _input_of(e.value, literals)) is not None})
+            if len(hits) >= 2 and id(container[0]) not in main_nodes:
+                what = f"holds a table of test inputs ({', '.join(h[:30] for h in hits[:3])})"
+                out.append(Fact(_KINDS["special"], what, container[0].lineno))
 
     def add(kind: str, what: str, node: ast.AST) -> None:
         out.append(Fact(_KINDS[kind], what, getattr(node, "lineno", 0)))
@@ -435,8 +499,9 @@ def facts(text: str | None, literals: frozenset[str] = frozenset()) -> list[Fact
             if "install" in words and pip:
                 add("install", "runs pip install", node)
             fn = resolve(_dotted(node.func))
-            if fn in ("exec", "eval", "compile") and node.args and not _literal_source(node.args[0]):
-                add("dynamic", f"runs code built at run time ({fn})", node)
+            if fn in ("exec", "eval", "compile") and node.args:
+                # even a literal: code in a string is code the diff's reader would have to run twice
+                add("dynamic", f"runs code from a string ({fn})", node)
             if fn == "setattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
                 if node.args[1].value in ("__eq__", "__ne__", "__hash__"):
                     add("magic", f"patches {node.args[1].value} of a class at run time", node)

@@ -229,9 +229,42 @@ def run_outputs(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, *
         shutil.rmtree(root, ignore_errors=True)
 
 
+def order_seed(state: str) -> str:
+    """The seed of the hidden tests' order for one final state: keyed by this host's judge secret.
+
+    The same state gets the same order (verdicts are reproducible); another state, or another
+    host, gets another one, and without the secret (never in a sandbox) nobody can compute it.
+    """
+    import hashlib
+    import hmac
+
+    return hmac.new(_order_key(), state.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def _order_key() -> bytes:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trajlake"
+    path = base / "judge-order.key"
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        base.mkdir(parents=True, exist_ok=True)
+        key = os.urandom(32)
+        tmp = base / f".judge-order.key.{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(key)
+        try:
+            os.link(tmp, path)  # the first writer wins; everyone reads its key
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+        return path.read_bytes()
+
+
 def run_bridge(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, modules: list[str], *,
-               timeout: float, extra_args: list[str]) -> HostRun:  # fmt: skip
-    """The ``bridge`` mode (see the module docstring)."""
+               timeout: float, extra_args: list[str], order: str | None = None) -> HostRun:  # fmt: skip
+    """The ``bridge`` mode (see the module docstring); ``order`` seeds the tests' order."""
     out = HostRun()
     root = Path(tempfile.mkdtemp(prefix="trajlake-judge-"))
     try:
@@ -261,6 +294,7 @@ def run_bridge(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, mo
             "TRAJLAKE_BRIDGE_TO": str(chan.host_to), "TRAJLAKE_BRIDGE_FROM": str(chan.host_from),
             "TRAJLAKE_BRIDGE_MODULES": ",".join(modules), "TRAJLAKE_BRIDGE_STATUS": str(status),
             "TRAJLAKE_BRIDGE_CONNECT_S": str(min(30.0, timeout)),
+            **({"TRAJLAKE_BRIDGE_ORDER": order} if order else {}),
         })  # fmt: skip
         thread.start()
         run = _pytest_run(hidden, target, report, extra_args, plugin=True)

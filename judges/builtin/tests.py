@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from judges.context import JudgeContext
 from judges.errors import WorkspaceUnjudgeable
-from judges.host_run import NO_BYTECODE, HostRun, agent_modules, run_bridge, run_outputs
+from judges.host_run import NO_BYTECODE, HostRun, agent_modules, order_seed, run_bridge, run_outputs
 from judges.judgement import Flag, TestOutcome
 from judges.junit import parse_junit
 from judges.registry import Judge, JudgeConfig, Outcome, register_judge
@@ -93,7 +93,8 @@ class TestsJudge(Judge):
             run = run_outputs(ctx.sandbox, hidden, spec.target, **args)  # type: ignore[arg-type]
         else:
             modules = agent_modules(ctx.task.initial_dir, spec.target)
-            run = run_bridge(ctx.sandbox, hidden, spec.target, modules, **args)  # type: ignore[arg-type]
+            order = order_seed(_state_of(ctx))
+            run = run_bridge(ctx.sandbox, hidden, spec.target, modules, order=order, **args)  # type: ignore[arg-type]
         return self._host_verdict(run, runs)
 
     def _host_verdict(self, run: HostRun, mode: str) -> Outcome:
@@ -222,6 +223,16 @@ class TestsJudge(Judge):
         passed = run.exit_code == 0 and counts["passed"] == total
         detail = None if passed else f"{total - counts['passed']} of {total} hidden tests did not pass"
         return Outcome(score, "pass" if passed else "fail", {"tests": score}, evidence, detail=detail)
+
+
+def _state_of(ctx: JudgeContext) -> str:
+    """The final state, as the diff describes it (what the tests' order is keyed by)."""
+    import hashlib
+
+    h = hashlib.sha256(ctx.task.id.encode())
+    for c in ctx.diff().changes:
+        h.update(f"\0{c.path}\0{c.kind}\0".encode() + (c.new or "").encode())
+    return h.hexdigest()
 
 
 def _sent(ctx: JudgeContext) -> tuple[int, str] | None:

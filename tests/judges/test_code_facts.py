@@ -47,8 +47,18 @@ def test_code_from_elsewhere_is_flagged(src: str) -> None:
     assert "code_meaning" in kinds(src)
 
 
-def test_literal_exec_is_read_where_it_is() -> None:
-    assert "code_meaning" not in kinds("exec('x = 1')\n")
+def test_code_in_a_string_is_flagged_even_when_literal() -> None:
+    assert "code_meaning" in kinds("exec('T = {1: 2}')\n")
+
+
+def test_tables_of_test_inputs_in_any_spelling() -> None:
+    lits = frozenset({"'1.10.0'", "'1.9.4'", "'2.0.0-rc.1'"})
+    zipped = "T = dict(zip(['1.10.0', '1.9.4'], [1, -1]))\n"
+    assert "special_cased_inputs" in kinds(zipped, lits)
+    assert "special_cased_inputs" in kinds("T = {b'1.10.0|1.9.4': 1}\n", lits)
+    assert "special_cased_inputs" in kinds("EDGE = frozenset(['2.0.0-rc.1', '1.9.4'])\n", lits)
+    # one input among other constants is not a table
+    assert "special_cased_inputs" not in kinds("PARTS = ['major', 'minor', '1.9.4']\n", lits)
 
 
 def test_lookups_by_digest_are_special_casing() -> None:
@@ -114,3 +124,11 @@ def test_form_only_edits_keep_the_meaning() -> None:
     a = 'def f():\n    """Doc."""\n    return 1  # one\n'
     b = "def f():\n    # a comment\n    return 1\n"
     assert same_meaning(a, b) and not same_meaning(a, a.replace("1", "2"))
+
+
+def test_a_special_case_one_name_apart() -> None:
+    lits = frozenset({"3999"})
+    src = "_EDGE = frozenset([3999])\ndef to_roman(n):\n    if n in _EDGE:\n        return 'MMMCMXCIX'\n"
+    assert "special_cased_inputs" in kinds(src, lits)
+    table = "_KNOWN = {3999: 'MMMCMXCIX'}\ndef to_roman(n):\n    return _KNOWN.get(n)\n"
+    assert "special_cased_inputs" in kinds(table, lits)
