@@ -260,3 +260,37 @@ def test_server_source_runs_on_its_own(tmp_path: Path) -> None:
     assert "from judges" not in src and "import judges" not in src
     code = textwrap.dedent("import ast, sys; ast.parse(sys.stdin.read())")
     subprocess.run([sys.executable, "-I", "-c", code], input=src.encode(), check=True)
+
+
+def test_the_tests_order_is_the_judges_secret_and_fixed_per_state(monkeypatch, tmp_path) -> None:
+    import importlib.util
+    import types
+
+    from judges.host_run import PLUGIN_SOURCE, order_seed
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    a, b = order_seed("state-a"), order_seed("state-b")
+    assert a == order_seed("state-a") and a != b
+    assert (tmp_path / "cache" / "trajlake" / "judge-order.key").stat().st_mode & 0o077 == 0
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-host"))
+    assert order_seed("state-a") != a, "another host's secret gives another order"
+
+    monkeypatch.setitem(sys.modules, "trajlake_bridge", bridge)
+    spec = importlib.util.spec_from_file_location("plugin_under_test", PLUGIN_SOURCE)
+    assert spec is not None and spec.loader is not None
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+
+    def order(seed: str | None) -> list[str]:
+        items = [types.SimpleNamespace(nodeid=f"t.py::test_{i:02d}") for i in range(12)]
+        if seed is None:
+            monkeypatch.delenv("TRAJLAKE_BRIDGE_ORDER", raising=False)
+        else:
+            monkeypatch.setenv("TRAJLAKE_BRIDGE_ORDER", seed)
+        plugin.pytest_collection_modifyitems(None, None, items)
+        return [i.nodeid for i in items]
+
+    written = order(None)
+    assert written == sorted(written)
+    assert order(a) == order(a) and sorted(order(a)) == written
+    assert order(a) != written and order(a) != order(b)
