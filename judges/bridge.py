@@ -829,6 +829,35 @@ def _plain_value(v):
 # --------------------------------------------------------------------------- the agent's side
 
 
+def source_only_imports(root):
+    """Modules under ``root`` are imported from their source only, never from bytecode.
+
+    A ``.pyc`` in ``__pycache__`` that claims its source's size and time but holds other code
+    would run instead of the source the judge reads; a sourceless ``.pyc`` or a native module
+    would run code no judge read at all. Under ``root`` only ``.py`` files are importable, and
+    each is compiled from its text; the interpreter's own modules keep their caches.
+    """
+    import importlib.machinery
+
+    class SourceOnly(importlib.machinery.SourceFileLoader):
+        def get_code(self, fullname):
+            path = self.get_filename(fullname)
+            return self.source_to_code(self.get_data(path), path)
+
+    factory = importlib.machinery.FileFinder.path_hook((SourceOnly, [".py"]))
+    root = os.path.abspath(root)
+
+    def hook(path):
+        full = os.path.abspath(path or os.getcwd())
+        if full == root or full.startswith(root + os.sep):
+            return factory(full)
+        raise ImportError("not under " + root)
+
+    sys.dont_write_bytecode = True
+    sys.path_hooks.insert(0, hook)
+    sys.path_importer_cache.clear()
+
+
 def serve_fifos(channel_dir):
     """Entry point in the sandbox: serve the judge over the two named pipes in ``channel_dir``.
 
@@ -851,7 +880,9 @@ def serve_fifos(channel_dir):
                 os._exit(3)
             time.sleep(0.005)
     os.set_blocking(wfd, True)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(channel_dir)))
+    workspace = os.path.dirname(os.path.abspath(channel_dir))
+    source_only_imports(workspace)
+    sys.path.insert(0, workspace)
     peer = Peer(rfd, wfd, AGENT)
     code = 0
     try:

@@ -71,9 +71,10 @@ def _site_paths() -> list[str]:
 
 
 NO_BYTECODE = ("-B", "-X", "pycache_prefix=/dev/null/none")
-"""Interpreter options for running the agent's code from source only: its ``__pycache__`` is never read
-(a ``.pyc`` there that claims its source's size and time, but holds other code, would run instead of the
-source the judge reads); no cache can exist under ``/dev/null``."""
+"""Interpreter options for running the agent's code from source only (the ``sandbox`` runner): no
+``__pycache__`` is read (a ``.pyc`` there that claims its source's size and time but holds other code
+would run instead of the source the judge reads); no cache can exist under ``/dev/null``. The bridge's
+server does it more cheaply, for the workspace alone (:func:`judges.bridge.source_only_imports`)."""
 
 WORKSPACE_LIMIT = 256 << 20
 """Largest workspace the ``outputs`` mode copies out (a bigger one is the agent's failure)."""
@@ -279,7 +280,8 @@ def run_bridge(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, mo
     def serve() -> None:
         try:
             server["result"] = sandbox.exec(
-                ["python3", "-I", *NO_BYTECODE, "-c", BRIDGE_SOURCE.read_text(), chan.sandbox_dir],
+                # the server imports the workspace from source only (bridge.source_only_imports)
+                ["python3", "-I", "-B", "-c", BRIDGE_SOURCE.read_text(), chan.sandbox_dir],
                 timeout=timeout + 3,  # ends with the judge's pytest (a looping agent keeps it no longer)
             )
         except SandboxError as exc:

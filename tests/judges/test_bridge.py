@@ -294,3 +294,48 @@ def test_the_tests_order_is_the_judges_secret_and_fixed_per_state(monkeypatch, t
     assert written == sorted(written)
     assert order(a) == order(a) and sorted(order(a)) == written
     assert order(a) != written and order(a) != order(b)
+
+
+def test_the_workspace_is_imported_from_source_only(tmp_path: Path) -> None:
+    """A forged __pycache__ .pyc (the source's size and time, other code) and a sourceless .pyc do not run."""
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "__init__.py").write_text('X = "source"\n')
+    forge = textwrap.dedent(
+        """
+        import importlib.util, marshal, os, sys
+        src = sys.argv[1]
+        st = os.stat(src)
+        head = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
+        head += int(st.st_mtime).to_bytes(4, "little") + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+        cache = importlib.util.cache_from_source(src)
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        open(cache, "wb").write(head + marshal.dumps(compile('X = "forged"', src, "exec")))
+        open(os.path.join(os.path.dirname(os.path.dirname(src)), "loose.pyc"), "wb").write(
+            head + marshal.dumps(compile('Y = "no source"', "loose.py", "exec")))
+        """
+    )
+    subprocess.run([sys.executable, "-c", forge, str(ws / "pkg" / "__init__.py")], check=True)
+    probe = f"import sys; sys.path.insert(0, {str(ws)!r}); import pkg; print(pkg.X)"
+    plain = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True)
+    assert plain.stdout.strip() == "forged", (
+        "the forged cache must fool plain Python, or this test proves nothing"
+    )
+    guarded = textwrap.dedent(
+        f"""
+        import importlib.util, sys
+        spec = importlib.util.spec_from_file_location("b", {str(Path(bridge.__file__))!r})
+        b = importlib.util.module_from_spec(spec); spec.loader.exec_module(b)
+        b.source_only_imports({str(ws)!r})
+        sys.path.insert(0, {str(ws)!r})
+        import pkg
+        print(pkg.X)
+        try:
+            import loose
+            print("loose imported")
+        except ImportError:
+            print("loose refused")
+        """
+    )
+    r = subprocess.run([sys.executable, "-I", "-c", guarded], capture_output=True, text=True)
+    assert r.stdout.split() == ["source", "loose", "refused"], r.stdout + r.stderr
