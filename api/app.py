@@ -14,6 +14,7 @@ from api.lake_reader import LakeReader
 from api.models import ErrorPublic
 from api.routes import checkpoints, episodes, failures, health, judges, page, tables
 from pipelines import Lake
+from schemas.events import SDK_VERSION
 
 _ERRORS: dict[int | str, dict[str, object]] = {
     401: {"model": ErrorPublic, "description": "No token, or a wrong one (when the service has a token)."},
@@ -71,7 +72,7 @@ def create_app(
     app = FastAPI(
         title="trajlake query API",
         summary="Failure analysis over the trajlake Delta tables (read-only).",
-        version="0.1.0",
+        version=SDK_VERSION,
         responses=_ERRORS,
     )
     app.state.reader = LakeReader(

@@ -22,9 +22,10 @@ from ingest.errors import (
     SpoolLockedError,
 )
 from ingest.kafka_sink import KafkaSink, KafkaSinkConfig, partition_of
-from ingest.recorder import DEFAULT_TOPIC, SDK_VERSION, Episode, EpisodeRecorder, recording
+from ingest.recorder import DEFAULT_TOPIC, Episode, EpisodeRecorder, recording
 from ingest.sink import EventSink, MemorySink
 from ingest.spool import Spool, SpoolRecord
+from schemas.events import SDK_VERSION
 
 __all__ = [
     "DEFAULT_TOPIC",

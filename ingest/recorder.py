@@ -41,6 +41,7 @@ from schemas.codec import parse_event, translate_validation_error
 from schemas.errors import InfraError, SchemaError
 from schemas.events import (
     EVENT_TYPES,
+    SDK_VERSION,
     Annotation,
     AnnotationPayload,
     BlobRef,
@@ -74,7 +75,6 @@ from schemas.events import (
 )
 from schemas.ids import new_id
 
-SDK_VERSION = "0.1.0"
 DEFAULT_TOPIC = "trajlake.episodes"
 
 

@@ -9,6 +9,7 @@ configuration, so changing either makes a new version.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import inspect
@@ -72,7 +73,7 @@ class Judge(ABC):
         return {"name": self.name, "config": self.config.model_dump(mode="json")}
 
     def version_inputs(self) -> dict[str, Any]:
-        """What the version hashes: module sources and configuration (extended by composites)."""
+        """What the version hashes: what the modules' code does, and the configuration."""
         modules = [type(self).__module__, __name__, "judges.judgement", *self.code_modules]
         code = {mod: _module_digest(mod) for mod in dict.fromkeys(modules)}
         return {"name": self.name, "code": code, "config": self.config.model_dump(mode="json")}
@@ -121,9 +122,30 @@ class Judge(ABC):
         """The judge's own logic."""
 
 
+def source_digest(source: str) -> str:
+    """sha256 of what a module's source does: its syntax tree without docstrings, comments or layout.
+
+    A judge's version changes when its behaviour can change and not otherwise, so editing a
+    comment or a docstring keeps every stored score valid; source that does not parse is hashed
+    as text.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return hashlib.sha256(source.encode()).hexdigest()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                if isinstance(body[0].value.value, str):
+                    node.body = body[1:] or [ast.Pass()]
+    text = ast.dump(tree, annotate_fields=False, include_attributes=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 @functools.cache
 def _module_digest(module: str) -> str:
-    """sha256 of a loaded module's source (read once per process; a judge is built per episode)."""
+    """:func:`source_digest` of a loaded module (read once per process; a judge is built per episode)."""
     if module in sys.modules:
         source = inspect.getsource(sys.modules[module])
     else:  # a module the judge runs elsewhere (e.g. in the sandbox): its file, without importing it
@@ -131,7 +153,7 @@ def _module_digest(module: str) -> str:
 
         spec = importlib.util.find_spec(module)
         source = Path(spec.origin).read_text() if spec is not None and spec.origin else ""
-    return hashlib.sha256(source.encode()).hexdigest()
+    return source_digest(source)
 
 
 J = TypeVar("J", bound=type[Judge])

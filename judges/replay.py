@@ -16,7 +16,6 @@ An action is one of::
 from __future__ import annotations
 
 import datetime as dt
-import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +37,7 @@ from schemas.events import (
 )
 from schemas.ids import new_id
 
-_PRODUCER = Producer(worker_id="judges-replay", host=socket.gethostname(), sdk_version="0.1.0")
+_PRODUCER = Producer.here("judges-replay")
 
 
 class Trajectory:

@@ -181,8 +181,6 @@ def emit_checkpoint_event(
     Raises:
         InfraError: the broker did not acknowledge it.
     """
-    import socket
-
     from kafka import KafkaProducer
     from kafka.errors import KafkaError
 
@@ -197,7 +195,7 @@ def emit_checkpoint_event(
         episode_id=f"checkpoint:{info.checkpoint_id}",
         seq=0,
         ts=dt.datetime.now(dt.UTC),
-        producer=Producer(worker_id="learner", host=socket.gethostname(), sdk_version="0.1.0"),
+        producer=Producer.here("learner"),
         payload=AnnotationPayload(key="checkpoint", value=row, author="learner"),
     )
     try:

@@ -310,7 +310,7 @@ def rejudge(
     candidates, versions = select(lake, selection)
     if on_selected:
         on_selected(len(candidates))
-    producer = Producer(worker_id=f"rejudge-{run_id}", host=_PRODUCER_HOST, sdk_version="0.1.0")
+    producer = Producer.here(f"rejudge-{run_id}")
     receipts: list[tuple[RejudgeItem, Receipt]] = []
     lock = threading.Lock()
 

@@ -62,6 +62,10 @@ class Frozen(BaseModel):
 # ---------------------------------------------------------------- shared parts
 
 
+SDK_VERSION = "0.1.0"
+"""The trajlake SDK's version, as every producer records it (``trajlake.__version__`` too)."""
+
+
 class Producer(Frozen):
     """Who wrote an event."""
 
@@ -73,6 +77,14 @@ class Producer(Frozen):
     """Version of the trajlake SDK that produced the event."""
     pid: Int64 | None = None
     """Process id of the producer, when known."""
+
+    @classmethod
+    def here(cls, worker_id: str) -> Producer:
+        """This process as a producer: its host, pid and the SDK's version."""
+        import os
+        import socket
+
+        return cls(worker_id=worker_id, host=socket.gethostname(), sdk_version=SDK_VERSION, pid=os.getpid())
 
 
 class TaskRef(Frozen):

@@ -1,3 +1,6 @@
 """trajlake: the CLI and settings that wire the packages together (composition root only)."""
 
-__version__ = "0.1.0"
+from schemas.events import SDK_VERSION
+
+__version__ = SDK_VERSION
+"""One version: the SDK's, recorded by every producer."""

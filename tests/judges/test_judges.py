@@ -136,3 +136,38 @@ def test_writes_outside_the_workspace_are_found(command: str, targets: list[str]
 def test_test_files_are_recognised() -> None:
     assert is_test_file("tests/test_a.py") and is_test_file("test_b.py") and is_test_file("pkg/b_test.py")
     assert not is_test_file("pkg/testing.py") and not is_test_file("contest.py")
+
+
+def test_a_judge_version_follows_behaviour_not_comments(tmp_path, monkeypatch) -> None:
+    import importlib
+    import sys
+
+    from judges import registry
+
+    src = 'def score(x):\n    """Half of x."""\n    return x / 2  # halves\n'
+    same = '# reworded\ndef score(x):\n    """The half of x, rounded never."""\n\n    return x / 2\n'
+    other = 'def score(x):\n    """Half of x."""\n    return x // 2\n'
+    assert registry.source_digest(src) == registry.source_digest(same)
+    assert registry.source_digest(src) != registry.source_digest(other)
+    # and through a real module and a real judge's version
+    (tmp_path / "versioned_mod.py").write_text(src)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Probe(registry.Judge):
+        name = "probe-version"
+        Config = registry.JudgeConfig
+        code_modules = ("versioned_mod",)
+
+        def _judge(self, ctx):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+    def version_with(text: str) -> str:
+        (tmp_path / "versioned_mod.py").write_text(text)
+        sys.modules.pop("versioned_mod", None)
+        importlib.invalidate_caches()
+        registry._module_digest.cache_clear()
+        return Probe().version
+
+    v1 = version_with(src)
+    assert version_with(same) == v1
+    assert version_with(other) != v1
