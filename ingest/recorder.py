@@ -475,10 +475,9 @@ class Episode:
         flags: Sequence[str] = (),
         ts: dt.datetime | None = None,
     ) -> str:
-        """Record a judge's verdict (source ``online``)."""
-        event_id = self._emit(
-            Reward,
-            lambda: RewardPayload(
+        """Record a judge's verdict (source ``online``) from its fields."""
+        try:
+            payload = RewardPayload(
                 judge_name=judge_name,
                 judge_version=judge_version,
                 judge_spec=dict(judge_spec or {}),
@@ -487,10 +486,15 @@ class Episode:
                 verdict=verdict,  # type: ignore[arg-type]
                 evidence=evidence if evidence is not None else {},
                 flags=list(flags),
-            ),
-            ts=ts,
-        )
-        self.last_verdict = verdict
+            )
+        except ValidationError as exc:
+            raise translate_validation_error(exc, "reward", prefix="payload") from exc
+        return self.record_reward(payload, ts=ts)
+
+    def record_reward(self, payload: RewardPayload, *, ts: dt.datetime | None = None) -> str:
+        """Record a judge's verdict as it comes from the judge (``Judgement.to_payload()``)."""
+        event_id = self._emit(Reward, lambda: payload, ts=ts)
+        self.last_verdict = payload.verdict
         return event_id
 
     def annotate(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from schemas.events import RewardPayload
 
 Verdict = Literal["pass", "fail", "error"]
 """``error``: the judge itself could not run; never a policy failure."""
@@ -67,21 +69,28 @@ class Judgement(BaseModel):
         """The distinct kinds of the flags, sorted."""
         return sorted({f.kind for f in self.flags})
 
-    def reward_fields(self) -> dict[str, Any]:
-        """Keyword arguments of ``Episode.reward`` for this judgement."""
-        evidence = dict(self.evidence)
+    def to_payload(
+        self, *, source: Literal["online", "rejudge"] = "online", rejudge_run_id: str | None = None
+    ) -> RewardPayload:
+        """The payload of the ``reward`` event this judgement becomes: the one path from judge to log.
+
+        Flags travel twice: their kinds (plus ``reward_hack_suspected`` when there is any) as the
+        event's ``flags``, and each flag with its evidence inside ``evidence``.
+        """
+        evidence: dict[str, JsonValue] = dict(self.evidence)
         if self.flags:
             evidence["flags"] = [f.model_dump() for f in self.flags]
         if self.detail:
             evidence["detail"] = self.detail
-        flags = self.flag_kinds + (["reward_hack_suspected"] if self.flags else [])
-        return {
-            "judge_name": self.judge_name,
-            "judge_version": self.judge_version,
-            "judge_spec": self.judge_spec,
-            "score": self.score,
-            "verdict": self.verdict,
-            "components": self.components,
-            "evidence": evidence,
-            "flags": flags,
-        }
+        return RewardPayload(
+            judge_name=self.judge_name,
+            judge_version=self.judge_version,
+            judge_spec=self.judge_spec,
+            score=self.score,
+            verdict=self.verdict,
+            components=self.components,
+            evidence=evidence,
+            flags=self.flag_kinds + (["reward_hack_suspected"] if self.flags else []),
+            source=source,
+            rejudge_run_id=rejudge_run_id,
+        )

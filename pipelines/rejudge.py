@@ -50,7 +50,7 @@ from sandboxes.pool import SandboxPool
 from sandboxes.workspace_io import extract_archive
 from schemas.codec import serialize_event
 from schemas.errors import InfraError, TrajlakeError
-from schemas.events import EventBase, Producer, Reward, RewardPayload
+from schemas.events import EventBase, Producer, Reward
 from schemas.ids import derived_id
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -402,7 +402,6 @@ def _judge_one(
         return RejudgeItem(
             c.episode_id, c.task_id, "error", f"sandbox: {type(exc).__name__}: {exc}", judge.version
         )
-    fields = judgement.reward_fields()
     event_id = derived_id(epoch_ms, f"{run_id}/{c.episode_id}/{judge.name}/{judge.version}")
     event = Reward(
         event_id=event_id,
@@ -413,7 +412,7 @@ def _judge_one(
         # a later run still supersedes an earlier one (the projection orders by ts)
         ts=dt.datetime.fromtimestamp(epoch_ms / 1000, dt.UTC),
         producer=producer,
-        payload=RewardPayload(**fields, source="rejudge", rejudge_run_id=run_id),
+        payload=judgement.to_payload(source="rejudge", rejudge_run_id=run_id),
     )
     item = RejudgeItem(
         c.episode_id,

@@ -163,7 +163,7 @@ def run_episode(
                 observation = _run_tool(ep, sb, step.action, deadline - time.monotonic())
             ep.final_state_ref = _capture_final_state(ep, sb, recorder)
             judgement = judge(JudgeContext(task=task, sandbox=sb, events=list(ep.events or [])))
-            ep.reward(**judgement.reward_fields())
+            ep.record_reward(judgement.to_payload())
             verdict, score = judgement.verdict, judgement.score
             if truncated:
                 ep.end("truncated", reason=truncated)

@@ -69,8 +69,8 @@ def test_reward_event_rebuilds_the_exact_judge(local_backend: SandboxBackend, ba
         prepare(task, sb)
         traj = replay(task, sb, ["apply_reference"])
         j = judge(JudgeContext(task=task, sandbox=sb, events=traj.events))
-    fields = j.reward_fields()
-    payload = RewardPayload(**fields)  # valid as the payload of a `reward` event
+    payload = j.to_payload()  # the payload of the `reward` event it becomes
+    assert RewardPayload.model_validate(payload.model_dump()) == payload
     rebuilt = build_judge(payload.judge_spec)
     assert rebuilt.version == payload.judge_version == judge.version
     assert payload.verdict == "pass" and payload.score == 1.0
