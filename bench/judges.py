@@ -44,7 +44,7 @@ from rich.table import Table
 
 from judges import JudgeContext, build_judge, find_task_dirs, load_task
 from judges.admission import ADMISSION_SPEC
-from judges.replay import Trajectory, apply_reference, prepare
+from judges.replay import Trajectory, apply_reference
 from sandboxes import SandboxPool, get_backend
 from sandboxes.workspace_io import extract_archive
 
@@ -65,7 +65,7 @@ def bench_backend(name: str, tasks: list[Any]) -> dict[str, Any]:
     with SandboxPool(backend, ADMISSION_SPEC, max_size=2) as pool:
         for task in tasks:
             with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
-                prepare(task, sb)
+                task.prepare(sb)
                 assert apply_reference(task, sb).exit_code == 0
                 target = task.spec.hidden_tests.target
                 for _ in range(2):
@@ -96,7 +96,7 @@ def bench_backend(name: str, tasks: list[Any]) -> dict[str, Any]:
 
         def composite(task: Any) -> str:
             with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
-                prepare(task, sb)
+                task.prepare(sb)
                 apply_reference(task, sb)
                 return build_judge(task.spec.judge)(JudgeContext(task=task, sandbox=sb)).verdict
 

@@ -7,7 +7,14 @@ configuration. Built-ins: ``tests``, ``static``, ``assertions``, ``process``
 """
 
 from judges.context import JudgeContext, WorkspaceDiff, compute_diff
-from judges.errors import AdmissionError, GoldenSetError, JudgeConfigError, JudgeError, TaskSpecError
+from judges.errors import (
+    AdmissionError,
+    GoldenSetError,
+    JudgeConfigError,
+    JudgeError,
+    TaskSetupError,
+    TaskSpecError,
+)
 from judges.judgement import Flag, Judgement, TestOutcome, Verdict
 from judges.registry import Judge, JudgeConfig, Outcome, build_judge, judge_names, register_judge
 from judges.tasks import Task, TaskSpec, find_task_dirs, load_task
@@ -16,6 +23,7 @@ __all__ = [
     "AdmissionError",
     "Flag",
     "GoldenSetError",
+    "TaskSetupError",
     "Judge",
     "JudgeConfig",
     "JudgeConfigError",

@@ -26,10 +26,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from judges.context import JudgeContext, list_files
-from judges.errors import GoldenSetError, TaskSpecError
+from judges.errors import TaskSetupError, TaskSpecError
 from judges.judgement import Judgement
 from judges.registry import build_judge
-from judges.replay import Trajectory, prepare, replay
+from judges.replay import Trajectory, replay
 from judges.tasks import Task, load_task
 from sandboxes.errors import SandboxError
 from sandboxes.interface import SandboxSpec
@@ -131,7 +131,7 @@ def state_digest(files: dict[str, str]) -> str:
 def _judge_once(task: Task, pool: SandboxPool, actions: list[Any]) -> Judgement:
     judge = build_judge(task.spec.judge)
     with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
-        prepare(task, sb)
+        task.prepare(sb)
         traj = replay(task, sb, actions) if actions else Trajectory(task)
         return judge(JudgeContext(task=task, sandbox=sb, events=traj.events))
 
@@ -159,7 +159,7 @@ def admit(path: str | Path, pool: SandboxPool, *, runs: int = 3) -> AdmissionRes
         digests = []
         with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
             for _ in range(2):
-                prepare(task, sb)
+                task.prepare(sb)
                 digests.append(state_digest(list_files(sb)))
         res.state_digest = digests[0]
         same = digests[0] == digests[1]
@@ -172,7 +172,7 @@ def admit(path: str | Path, pool: SandboxPool, *, runs: int = 3) -> AdmissionRes
         )
         untouched = [_judge_once(task, pool, []) for _ in range(max(1, runs - 1))]
         reference = [_judge_once(task, pool, ["apply_reference"]) for _ in range(runs)]
-    except (SandboxError, GoldenSetError) as exc:
+    except (SandboxError, TaskSetupError) as exc:
         res.checks.append(Check("build", False, f"{type(exc).__name__}: {exc}"))
         res.duration_s = time.monotonic() - start
         return res

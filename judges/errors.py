@@ -29,6 +29,10 @@ class GoldenSetError(JudgeError):
     """A golden case is malformed or refers to an unknown task."""
 
 
+class TaskSetupError(JudgeError):
+    """A task's setup command failed in the sandbox: its initial state does not build."""
+
+
 class AdmissionError(JudgeError):
     """Tasks a job needs were not admitted (the message gives the distinct reasons and counts)."""
 

@@ -31,7 +31,7 @@ from judges.context import JudgeContext
 from judges.errors import GoldenSetError, TaskSpecError
 from judges.judgement import Judgement
 from judges.registry import build_judge
-from judges.replay import Trajectory, prepare, replay
+from judges.replay import Trajectory, replay
 from judges.tasks import Task, load_task
 from sandboxes.pool import SandboxPool
 
@@ -135,7 +135,7 @@ def do_nothing_score(task: Task, pool: SandboxPool) -> float:
             return _DO_NOTHING[key]
     judge = build_judge(task.spec.judge.model_dump())
     with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
-        prepare(task, sb)
+        task.prepare(sb)
         score = judge(JudgeContext(task=task, sandbox=sb, events=Trajectory(task).events)).score
     with _DO_NOTHING_LOCK:
         _DO_NOTHING[key] = score
@@ -158,7 +158,7 @@ def run_case(case: GoldenCase, pool: SandboxPool, tasks_dir: Path = TASKS_DIR) -
     judge = build_judge(spec)
     corpus = case.kind is not None
     with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
-        prepare(task, sb)
+        task.prepare(sb)
         traj = replay(task, sb, case.actions)
         ctx = JudgeContext(task=task, sandbox=sb, events=traj.events)
         j = judge(ctx)

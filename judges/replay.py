@@ -21,8 +21,8 @@ from typing import Any
 
 from judges.errors import GoldenSetError
 from judges.tasks import Task
-from sandboxes.errors import SandboxError
 from sandboxes.interface import ExecResult, Sandbox
+from sandboxes.tools import ToolAction, ToolOutcome, run_tool
 from schemas.events import (
     EpisodeStarted,
     EpisodeStartedPayload,
@@ -38,6 +38,8 @@ from schemas.events import (
 from schemas.ids import new_id
 
 _PRODUCER = Producer.here("judges-replay")
+REPLAY_TIMEOUT_S = 120.0
+"""Wall-clock bound of one replayed ``bash`` step."""
 
 
 class Trajectory:
@@ -60,45 +62,42 @@ class Trajectory:
             )
         )
 
-    def tool(
-        self, tool: str, arguments: dict[str, Any], result: ExecResult | None, error: str | None = None
-    ) -> None:
-        """Record a tool call and its result."""
+    def tool(self, tool: str, arguments: dict[str, Any], result: ExecResult) -> None:
+        """Record a command the replay ran itself (the reference solution) and its result."""
+        self.record(
+            ToolAction(tool, arguments),
+            ToolOutcome(
+                result.exit_code,
+                result.stdout,
+                result.stderr,
+                result.duration_s,
+                result.timed_out,
+                stdout_size=result.stdout_bytes,
+                stderr_size=result.stderr_bytes,
+            ),  # fmt: skip
+        )
+
+    def record(self, action: ToolAction, out: ToolOutcome) -> None:
+        """Record a tool call and its outcome, as a rollout worker's recorder would."""
         call_id = new_id()
-        self._add(ToolCall, ToolCallPayload(call_id=call_id, tool=tool, arguments=arguments))
-        if result is not None:
-            payload = ToolResultPayload(
+        self._add(ToolCall, ToolCallPayload(call_id=call_id, tool=action.tool, arguments=action.arguments))
+        kind = out.error_kind or ("timeout" if out.timed_out else "nonzero_exit" if out.exit_code else None)
+        self._add(
+            ToolResult,
+            ToolResultPayload(
                 call_id=call_id,
-                exit_code=result.exit_code,
-                stdout=TextOutput(text=result.stdout[-8192:], size=result.stdout_bytes),
-                stderr=TextOutput(text=result.stderr[-8192:], size=result.stderr_bytes),
-                duration_s=result.duration_s,
-                timed_out=result.timed_out,
-                error_kind="timeout" if result.timed_out else ("nonzero_exit" if result.exit_code else None),
-            )
-        else:
-            payload = ToolResultPayload(
-                call_id=call_id, exit_code=None if error else 0, stderr=TextOutput(text=error or ""),
-                error_kind="invalid_arguments" if error else None,
-            )  # fmt: skip
-        self._add(ToolResult, payload)
+                exit_code=out.exit_code,
+                stdout=TextOutput(text=out.stdout[-8192:], size=_size(out.stdout, out.stdout_size)),
+                stderr=TextOutput(text=out.stderr[-8192:], size=_size(out.stderr, out.stderr_size)),
+                duration_s=out.duration_s,
+                timed_out=out.timed_out,
+                error_kind=kind,  # type: ignore[arg-type]
+            ),
+        )
 
 
-def prepare(task: Task, sandbox: Sandbox) -> list[ExecResult]:
-    """Put the sandbox in the task's initial state: its files, then its setup commands.
-
-    Raises:
-        SandboxError: the sandbox broke.
-        GoldenSetError: a setup command failed (the task's initial state does not build).
-    """
-    sandbox.reset(workspace=task.initial_dir)
-    results = []
-    for cmd in task.spec.initial_state.setup:
-        r = sandbox.exec(cmd, timeout=300)
-        if r.exit_code != 0:
-            raise GoldenSetError(f"setup command {cmd!r} failed (exit {r.exit_code}): {r.stderr[-300:]}")
-        results.append(r)
-    return results
+def _size(text: str, size: int | None) -> int:
+    return len(text.encode()) if size is None else size
 
 
 def apply_reference(task: Task, sandbox: Sandbox) -> ExecResult:
@@ -119,24 +118,9 @@ def replay(task: Task, sandbox: Sandbox, actions: Sequence[Any], *, policy: str 
             cmd = "git apply <reference patch>" if ref.patch else "sh <reference script>"
             traj.tool("bash", {"command": cmd}, apply_reference(task, sandbox))
             continue
-        if not isinstance(action, dict) or len(action) != 1:
-            raise GoldenSetError(f"an action is one of bash/write_file/read_file/apply_reference: {action!r}")
-        ((tool, arg),) = action.items()
-        if tool == "bash":
-            traj.tool("bash", {"command": str(arg)}, sandbox.exec(str(arg), timeout=120))
-        elif tool == "write_file":
-            args = {"path": str(arg["path"]), "content": str(arg["content"])}
-            try:
-                sandbox.write_file(args["path"], args["content"])
-                traj.tool("write_file", args, None)
-            except SandboxError as exc:
-                traj.tool("write_file", args, None, error=str(exc))
-        elif tool == "read_file":
-            try:
-                sandbox.read_file(str(arg))
-                traj.tool("read_file", {"path": str(arg)}, None)
-            except (SandboxError, OSError) as exc:
-                traj.tool("read_file", {"path": str(arg)}, None, error=str(exc))
-        else:
-            raise GoldenSetError(f"unknown action {tool!r}")
+        try:
+            tool_action = ToolAction.from_spec(action)
+        except ValueError as exc:
+            raise GoldenSetError(f"{exc} (or apply_reference)") from None
+        traj.record(tool_action, run_tool(sandbox, tool_action, timeout=REPLAY_TIMEOUT_S))
     return traj

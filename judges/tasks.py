@@ -25,7 +25,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from judges.errors import TaskSpecError
+from judges.errors import TaskSetupError, TaskSpecError
+from sandboxes.interface import ExecResult, Sandbox
 from schemas.events import TaskRef
 
 SPEC_FILE = "task.yaml"
@@ -161,6 +162,25 @@ class Task:
     spec: TaskSpec
     root: Path
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def prepare(self, sandbox: Sandbox) -> list[ExecResult]:
+        """Put the sandbox in the task's initial state: its files, then its setup commands.
+
+        The one way every caller (rollouts, golden sets, admission) starts from the task.
+
+        Raises:
+            SandboxError: the sandbox broke.
+            TaskSetupError: a setup command failed (the task's initial state does not build).
+        """
+        sandbox.reset(workspace=self.initial_dir)
+        results = []
+        for cmd in self.spec.initial_state.setup:
+            r = sandbox.exec(cmd, timeout=300)
+            if r.exit_code != 0:
+                raise TaskSetupError(f"setup command {cmd!r} of {self.id} failed (exit {r.exit_code}): "
+                                     f"{r.stderr[-300:]}")  # fmt: skip
+            results.append(r)
+        return results
 
     @property
     def id(self) -> str:

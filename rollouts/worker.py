@@ -17,13 +17,12 @@ from ingest.errors import IngestError
 from ingest.recorder import Episode, EpisodeRecorder
 from judges.context import JudgeContext
 from judges.registry import build_judge
-from judges.replay import prepare
 from judges.tasks import Task
-from rollouts.actions import TOOLS, ToolAction
 from rollouts.policies import Policy
-from sandboxes.errors import SandboxError, SandboxPathError, SandboxQuotaError
+from sandboxes.errors import SandboxError, SandboxQuotaError
 from sandboxes.interface import Sandbox
 from sandboxes.pool import SandboxPool
+from sandboxes.tools import ToolAction, run_tool
 from schemas.errors import InfraError
 from schemas.events import PolicyRef
 
@@ -47,39 +46,13 @@ class EpisodeOutcome:
     error: str | None = None
 
 
-def _observe(tool: str, exit_code: int | None, out: str, err: str, timed_out: bool) -> str:
-    text = f"[{tool} exit={exit_code}{' timed out' if timed_out else ''}]\n{out}"
-    if err:
-        text += f"\n[stderr]\n{err}"
-    return text[-OBSERVATION_LIMIT:]
-
-
 def _run_tool(ep: Episode, sb: Sandbox, action: ToolAction, timeout: float) -> str:
     """Execute one tool call in the sandbox, record call and result, return the observation."""
     call = ep.tool_call(action.tool, action.arguments)
-    args = action.arguments
-    try:
-        if action.tool == "bash":
-            r = sb.exec(str(args.get("command", "")), timeout=max(1.0, timeout))
-            ep.tool_result(call, exit_code=r.exit_code, stdout=r.stdout, stderr=r.stderr,
-                           duration_s=r.duration_s, timed_out=r.timed_out)  # fmt: skip
-            return _observe("bash", r.exit_code, r.stdout, r.stderr, r.timed_out)
-        if action.tool == "write_file":
-            start = time.monotonic()
-            sb.write_file(str(args["path"]), str(args.get("content", "")))
-            ep.tool_result(call, exit_code=0, duration_s=time.monotonic() - start)
-            return f"[write_file] wrote {args['path']}"
-        if action.tool == "read_file":
-            start = time.monotonic()
-            data = sb.read_file(str(args["path"]), max_bytes=1 << 20).decode("utf-8", "replace")
-            ep.tool_result(call, exit_code=0, stdout=data, duration_s=time.monotonic() - start)
-            return _observe("read_file", 0, data, "", False)
-    except (SandboxPathError, FileNotFoundError, KeyError, IsADirectoryError) as exc:
-        # the policy asked for something impossible: data, not an infrastructure problem
-        ep.tool_result(call, exit_code=1, stderr=str(exc), error_kind="invalid_arguments")
-        return f"[{action.tool} error] {exc}"
-    ep.tool_result(call, exit_code=1, stderr=f"unknown tool {action.tool!r}", error_kind="unknown_tool")
-    return f"[error] unknown tool {action.tool!r}; tools: {', '.join(TOOLS)}"
+    out = run_tool(sb, action, timeout=timeout)
+    ep.tool_result(call, exit_code=out.exit_code, stdout=out.stdout, stderr=out.stderr,
+                   duration_s=out.duration_s, timed_out=out.timed_out, error_kind=out.error_kind)  # type: ignore[arg-type]  # fmt: skip
+    return out.observation(action, OBSERVATION_LIMIT)
 
 
 def _capture_final_state(ep: Episode, sb: Sandbox, recorder: EpisodeRecorder) -> str | None:
@@ -137,7 +110,7 @@ def run_episode(
             image=task.spec.initial_state.image, workspace=task.initial_dir, timeout=acquire_timeout,
             listener=ep.sandbox_step,
         ) as sb:  # fmt: skip
-            prepare(task, sb)
+            task.prepare(sb)
             policy.begin(task)
             deadline = start + limits.time_limit_s
             observation: str | None = None

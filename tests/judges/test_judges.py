@@ -10,7 +10,7 @@ from judges import JudgeConfigError, JudgeContext, build_judge, judge_names, loa
 from judges.builtin.process import _write_targets, is_test_file
 from judges.junit import parse_junit
 from judges.registry import Judge, JudgeConfig, Outcome
-from judges.replay import Trajectory, prepare, replay
+from judges.replay import Trajectory, replay
 from sandboxes import SandboxBackend, SandboxSpec
 from schemas.events import RewardPayload
 
@@ -66,7 +66,7 @@ def test_reward_event_rebuilds_the_exact_judge(local_backend: SandboxBackend, ba
     task = load_task(TASKS / "pyfix" / "pyfix-001")
     judge = build_judge(task.spec.judge)
     with local_backend.create(SandboxSpec(image=base_image, workspace=task.initial_dir)) as sb:
-        prepare(task, sb)
+        task.prepare(sb)
         traj = replay(task, sb, ["apply_reference"])
         j = judge(JudgeContext(task=task, sandbox=sb, events=traj.events))
     payload = j.to_payload()  # the payload of the `reward` event it becomes
