@@ -91,7 +91,7 @@ class Trajectory:
                 stderr=TextOutput(text=out.stderr[-8192:], size=_size(out.stderr, out.stderr_size)),
                 duration_s=out.duration_s,
                 timed_out=out.timed_out,
-                error_kind=kind,  # type: ignore[arg-type]
+                error_kind=kind,
             ),
         )
 

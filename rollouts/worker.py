@@ -51,7 +51,7 @@ def _run_tool(ep: Episode, sb: Sandbox, action: ToolAction, timeout: float) -> s
     call = ep.tool_call(action.tool, action.arguments)
     out = run_tool(sb, action, timeout=timeout)
     ep.tool_result(call, exit_code=out.exit_code, stdout=out.stdout, stderr=out.stderr,
-                   duration_s=out.duration_s, timed_out=out.timed_out, error_kind=out.error_kind)  # type: ignore[arg-type]  # fmt: skip
+                   duration_s=out.duration_s, timed_out=out.timed_out, error_kind=out.error_kind)  # fmt: skip
     return out.observation(action, OBSERVATION_LIMIT)
 
 

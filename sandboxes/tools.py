@@ -16,6 +16,7 @@ from typing import Any
 
 from sandboxes.errors import SandboxPathError, SandboxQuotaError
 from sandboxes.interface import Sandbox
+from schemas.events import ToolErrorKind
 
 TOOLS = ("bash", "read_file", "write_file", "submit")
 """Tools a sandbox runs (``submit`` ends the episode and runs nothing)."""
@@ -67,7 +68,7 @@ class ToolOutcome:
     stderr: str = ""
     duration_s: float = 0.0
     timed_out: bool = False
-    error_kind: str | None = None
+    error_kind: ToolErrorKind | None = None
     """``invalid_arguments`` / ``unknown_tool`` for a call that could not run as asked."""
     stdout_size: int | None = None
     """Bytes the command wrote to stdout, kept or not (``None``: ``len`` of ``stdout``)."""
