@@ -9,7 +9,6 @@ configuration, so changing either makes a new version.
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import inspect
@@ -129,18 +128,9 @@ def source_digest(source: str) -> str:
     comment or a docstring keeps every stored score valid; source that does not parse is hashed
     as text.
     """
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return hashlib.sha256(source.encode()).hexdigest()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                if isinstance(body[0].value.value, str):
-                    node.body = body[1:] or [ast.Pass()]
-    text = ast.dump(tree, annotate_fields=False, include_attributes=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    from judges.code_facts import meaning
+
+    return hashlib.sha256((meaning(source) or source).encode()).hexdigest()
 
 
 @functools.cache
