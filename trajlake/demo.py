@@ -258,8 +258,8 @@ def run_demo(
     return improved
 
 
-# A looser judge: only "answer.txt written" and "right length" of the hidden tests.
-LOOSE_JUDGE = {"name": "tests", "config": {"extra_args": ["-k", "written or same_length"]}}
+# A looser judge: only "a word written to answer.txt" and "right length" of the hidden tests.
+LOOSE_JUDGE = {"name": "tests", "config": {"extra_args": ["-k", "one_word or same_length"]}}
 
 
 def _rejudge_step(
@@ -302,7 +302,7 @@ def _rejudge_step(
     flips = report.flips()
     console.print(
         f"re-judged {report.count('judged')} held-out episodes from their archived final states with "
-        f"tests {version} (only 'answer written' and 'right length'), run {report.run_id}: "
+        f"tests {version} (only 'a word written' and 'right length'), run {report.run_id}: "
         f"{report.count('skipped')} skipped, {report.count('error')} errors in {report.seconds:.0f}s, "
         f"{folded} judgements folded"
     )
