@@ -106,7 +106,6 @@ class NetWatch:
 
     def __init__(self, netns: str) -> None:
         self.netns = netns
-        self.ipv6 = True
 
     def _run(self, argv: list[str], *, stdin: str | None = None) -> str:
         try:
@@ -142,7 +141,6 @@ class NetWatch:
             try:
                 self._run(argv)
             except SandboxError:
-                self.ipv6 = False
                 break
 
     def _undo(self) -> None:
