@@ -13,7 +13,7 @@ from api.errors import ApiError
 from api.lake_reader import LakeReader
 from api.models import ErrorPublic
 from api.routes import checkpoints, episodes, failures, health, judges, page, tables
-from pipelines import Lake
+from lake import Lake
 from schemas.events import SDK_VERSION
 
 _ERRORS: dict[int | str, dict[str, object]] = {

@@ -2,7 +2,7 @@
 
 A request names a table and, optionally, a Delta version. The reader answers
 with an immutable :class:`Snapshot` (the Arrow table at that version), reading
-through :class:`pipelines.Lake` only when that version is not cached yet. A
+through :class:`lake.Lake` only when that version is not cached yet. A
 Delta version never changes once committed, so a cached snapshot is never
 stale; what can change is which version is the latest, and that is checked on
 every request (:meth:`LakeReader.latest`: a stat of the table's ``_delta_log``
@@ -31,10 +31,9 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import DeltaTable
 
 from api.errors import LakeUnavailableError, VersionNotFoundError
-from pipelines import Lake, LakeError, TableMissingError
+from lake import Lake, LakeError, TableHandle, TableMissingError, sql_literal
 from schemas.tables import TABLES
 
 T = TypeVar("T")
@@ -146,11 +145,6 @@ def _missing(exc: LakeError) -> bool:
     return isinstance(exc, TableMissingError)
 
 
-def sql_literal(value: str) -> str:
-    """``value`` as a SQL string literal (quotes doubled)."""
-    return "'" + value.replace("'", "''") + "'"
-
-
 class LakeReader:
     """Read-only, cached access to the tables of one lake.
 
@@ -172,7 +166,7 @@ class LakeReader:
         self._derived = _Lru(8 * cache_entries, cache_bytes // 2)
         self._rows = _Lru(8 * cache_entries, cache_bytes // 4)
         self._reads = 0
-        self._handles: dict[str, DeltaTable] = {}
+        self._handles: dict[str, TableHandle] = {}
         self._stamps: dict[str, tuple[tuple[int, int], int]] = {}
         self._handle_locks = {name: threading.Lock() for name in TABLES}
 
@@ -310,7 +304,7 @@ class LakeReader:
 
     def problems(self, name: str) -> list[str]:
         """Damage in ``name``'s log or files right now (not cached: a deleted file changes no version)."""
-        from pipelines.lake_check import check_table
+        from lake.check import check_table
 
         try:
             self.latest(name)

@@ -65,7 +65,8 @@ from api.analysis import (  # noqa: E402
     judged_by,
     newest_first,
 )
-from pipelines import Lake, episode_row, failure_rows, fold_episode, reward_rows, step_rows  # noqa: E402
+from lake import Lake  # noqa: E402
+from pipelines import episode_row, failure_rows, fold_episode, reward_rows, step_rows  # noqa: E402
 from schemas import TABLES, current_version, new_id, parse_event  # noqa: E402
 
 console = Console(width=120)

@@ -5,7 +5,7 @@ the blob store, the embedded broker and the importers of other agents' formats.
 """
 
 from ingest.blobs import BlobStore
-from ingest.delivery import DeliveryStats, SpooledDelivery
+from ingest.delivery import Delivery, DeliveryStats, SpooledDelivery
 from ingest.errors import (
     BrokerError,
     BrokerUnavailableError,
@@ -22,6 +22,7 @@ from ingest.errors import (
     SpoolLockedError,
 )
 from ingest.kafka_sink import KafkaSink, KafkaSinkConfig, partition_of
+from ingest.publish import publish_events
 from ingest.recorder import DEFAULT_TOPIC, Episode, EpisodeRecorder, recording
 from ingest.sink import EventSink, MemorySink
 from ingest.spool import Spool, SpoolRecord
@@ -33,6 +34,7 @@ __all__ = [
     "BlobStore",
     "BrokerError",
     "BrokerUnavailableError",
+    "Delivery",
     "DeliveryStats",
     "DeliveryTimeoutError",
     "Episode",
@@ -55,5 +57,6 @@ __all__ = [
     "SpoolRecord",
     "SpooledDelivery",
     "partition_of",
+    "publish_events",
     "recording",
 ]

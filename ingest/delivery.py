@@ -1,5 +1,10 @@
 """Spool-backed delivery: every record is in the spool before the sink sees it.
 
+:class:`Delivery` is the port the recorder writes to; it has two adapters,
+``SpooledDelivery`` here (``inline``: the worker's own thread sends to Kafka)
+and :class:`~ingest.shipper.ShippedDelivery` (``shipper``: a sidecar process
+tails the spool). Both pass the same behavioural tests.
+
 ``SpooledDelivery`` joins a :class:`~ingest.spool.Spool` and an
 :class:`~ingest.sink.EventSink`. While the sink is healthy a record is appended
 to the spool and handed straight to the sink. The sink's receipts are *reaped*
@@ -19,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass
 
@@ -76,7 +82,55 @@ def count_damage(stats: DeliveryStats, found: list[Damage]) -> None:
             stats.damaged_bytes += d.size
 
 
-class SpooledDelivery:
+class Delivery(ABC):
+    """Where a recorder's serialized events go: durable first, acknowledged later, never lost.
+
+    ``submit`` returns once the record is in the worker's spool (it survives a
+    crash from then on); the record is released from the spool when Kafka
+    acknowledges it.
+    """
+
+    spool: Spool
+    """The worker's durable spool."""
+    stats: DeliveryStats
+    """What delivery did so far."""
+
+    @property
+    @abstractmethod
+    def healthy(self) -> bool:
+        """False while records wait in the spool for the broker to come back."""
+
+    @abstractmethod
+    def partition_for(self, topic: str, key: bytes) -> int | None:
+        """The partition ``key`` maps to (``None``: unknown now; the sink then picks by key)."""
+
+    @abstractmethod
+    def submit(self, topic: str, key: bytes, value: bytes, *, partition: int | None = None) -> None:
+        """Make one record durable and hand it over for delivery.
+
+        Raises:
+            SpoolError: the spool cannot take it (full, disk full, too large).
+        """
+
+    @property
+    @abstractmethod
+    def pending(self) -> int:
+        """Records recorded and not yet acknowledged."""
+
+    @abstractmethod
+    def flush(self, timeout: float | None = 60.0) -> None:
+        """Wait until every recorded record is acknowledged.
+
+        Raises:
+            DeliveryTimeoutError: records were still unacknowledged at the timeout (they stay in the spool).
+        """
+
+    @abstractmethod
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Flush (best effort) and release everything; what is unacknowledged stays in the spool."""
+
+
+class SpooledDelivery(Delivery):
     """Loss-free delivery of records through a durable spool.
 
     Args:

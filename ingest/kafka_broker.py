@@ -32,7 +32,12 @@ from ingest.kafka_sink import MAX_MESSAGE_BYTES
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOPICS: dict[str, int] = {"trajlake.episodes": 8, "trajlake.judgements": 8}
+DEFAULT_TOPICS: dict[str, int] = {
+    "trajlake.episodes": 8,
+    "trajlake.judgements": 8,
+    "trajlake.learner": 1,
+    "trajlake.tasks": 1,
+}
 MIN_JAVA = 17
 
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ingest.blobs import BlobStore
-from ingest.delivery import SpooledDelivery
+from ingest.delivery import Delivery, SpooledDelivery
 from ingest.errors import EpisodeStateError
 from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
 from ingest.shipper import ShippedDelivery
@@ -99,7 +99,7 @@ class EpisodeRecorder:
 
     def __init__(
         self,
-        delivery: SpooledDelivery | ShippedDelivery,
+        delivery: Delivery,
         *,
         worker_id: str,
         topic: str = DEFAULT_TOPIC,
@@ -162,7 +162,7 @@ class EpisodeRecorder:
             fsync=fsync,
         )
         cfg = sink_config or KafkaSinkConfig(bootstrap_servers=bootstrap, client_id=f"trajlake-{worker_id}")
-        chosen: SpooledDelivery | ShippedDelivery
+        chosen: Delivery
         try:
             if sink is not None or delivery == "inline":
                 chosen = SpooledDelivery(spool, sink or KafkaSink(cfg))

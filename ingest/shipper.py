@@ -46,7 +46,7 @@ from typing import Any
 
 from crc32c import crc32c
 
-from ingest.delivery import DeliveryStats, count_damage
+from ingest.delivery import Delivery, DeliveryStats, count_damage
 from ingest.errors import DeliveryTimeoutError, SinkError, SinkRejectedError, SpoolError
 from ingest.kafka_sink import KafkaSink, KafkaSinkConfig, is_rejection
 from ingest.sink import Receipt
@@ -521,7 +521,7 @@ def shipper_alive(directory: Path) -> bool:
     return not lock_is_free(Path(directory) / SHIPPER_LOCK)
 
 
-class ShippedDelivery:
+class ShippedDelivery(Delivery):
     """Delivery through a shipper process: ``submit`` only appends to the spool.
 
     The worker's side of the shipper protocol: it makes sure a shipper serves

@@ -93,6 +93,12 @@ class AdmissionResult:
             "do_nothing_score": self.do_nothing_score,
         }
 
+    def event(self) -> Any:
+        """The result as an event of its control stream ``task:<id>@<version>`` (the ``tasks`` row)."""
+        from schemas.control import TASK, control_event
+
+        return control_event(TASK, self.row(), "admission")
+
 
 def instruction_leaks(task: Task) -> list[str]:
     """What of the hidden tests the instruction gives away (names, paths, verbatim lines)."""
@@ -233,3 +239,38 @@ def admit_all(
             if on_result:
                 on_result(res)
     return out
+
+
+def publish_admissions(
+    bootstrap: str, topic: str, results: Iterable[AdmissionResult], *, timeout_s: float = 30.0
+) -> list[Any]:
+    """Put every admission result in the log (the pipeline folds them into ``tasks``); return the events.
+
+    Raises:
+        SinkUnavailableError: the broker did not acknowledge them all.
+    """
+    from ingest.publish import publish_events
+
+    events = [r.event() for r in results]
+    publish_events(bootstrap, topic, events, timeout_s=timeout_s)
+    return events
+
+
+def shared_judge(tasks: Iterable[Task]) -> tuple[str, str]:
+    """The judge name and version the tasks' rewards carry (they must share one: one training signal).
+
+    Raises:
+        AdmissionError: there are no tasks, or they are judged by more than one judge version.
+    """
+    from judges.errors import AdmissionError
+
+    judges = {(j.name, j.version) for j in (build_judge(t.spec.judge) for t in tasks)}
+    if not judges:
+        raise AdmissionError("no admitted tasks, so there is no judge to train against")
+    if len(judges) != 1:
+        raise AdmissionError(
+            "the tasks are judged by several judges ("
+            + ", ".join(f"{n} {v}" for n, v in sorted(judges))
+            + "); train on one family, or give them one judge"
+        )
+    return judges.pop()

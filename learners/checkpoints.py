@@ -4,8 +4,10 @@ A checkpoint is a directory ``<root>/<checkpoint_id>/`` holding ``weights.npz``
 (the model's parameters by their torch ``state_dict`` names, so either
 framework loads them) and ``meta.json``; its lineage (lake location, the Delta
 version of every table read, judge name and version, offsets, number of
-samples, parent checkpoint, training metrics) is also a row of the
-``checkpoints`` table and an ``annotation`` event in the log.
+samples, parent checkpoint, training metrics) is published to the log as the
+control stream ``checkpoint:<id>`` (:func:`publish_checkpoint`), which the
+pipeline folds into the ``checkpoints`` table like every other table: a replay
+rebuilds it. The weights stay in the checkpoint store, addressed by ``path``.
 """
 
 from __future__ import annotations
@@ -19,13 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
-from deltalake.exceptions import TableNotFoundError
 
+from lake import Lake
 from learners.config import ModelConfig
 from learners.errors import CheckpointNotFoundError
-from schemas.tables import TABLES
 
 
 @dataclass
@@ -129,22 +128,12 @@ def load_checkpoint(path: str | Path) -> tuple[CheckpointInfo, ModelConfig, dict
     return info, ModelConfig.from_dict(info.config), weights
 
 
-def record_checkpoint(lake: str | Path, info: CheckpointInfo) -> int:
-    """Append the checkpoint's row to the ``checkpoints`` table; return the table's new version."""
-    uri = str(Path(lake) / "checkpoints") if "://" not in str(lake) else f"{lake}/checkpoints"
-    table = pa.Table.from_pylist([info.row()], schema=TABLES["checkpoints"])
-    write_deltalake(uri, table, mode="append")
-    return int(DeltaTable(uri).version())
-
-
 def read_checkpoints(lake: str | Path) -> dict[str, dict[str, Any]]:
     """Every row of the ``checkpoints`` table, by checkpoint id (empty when there is none)."""
-    uri = str(Path(lake) / "checkpoints")
-    try:
-        rows = DeltaTable(uri).to_pyarrow_table().to_pylist()
-    except TableNotFoundError:
+    lk = Lake(lake)
+    if not lk.exists("checkpoints"):
         return {}
-    return {r["checkpoint_id"]: r for r in rows}
+    return {r["checkpoint_id"]: r for r in lk.read("checkpoints").to_pylist()}
 
 
 def lineage_chain(lake: str | Path, checkpoint_id: str) -> list[dict[str, Any]]:
@@ -170,44 +159,17 @@ def lineage_chain(lake: str | Path, checkpoint_id: str) -> list[dict[str, Any]]:
     return chain
 
 
-def emit_checkpoint_event(
-    bootstrap: str, topic: str, info: CheckpointInfo, *, timeout_s: float = 30.0
-) -> str:
-    """Put the checkpoint and its lineage in the log as an ``annotation`` event; return its id.
+def publish_checkpoint(bootstrap: str, topic: str, info: CheckpointInfo, *, timeout_s: float = 30.0) -> str:
+    """Put the checkpoint and its lineage in the log (the stream ``checkpoint:<id>``); return the event id.
 
-    The event's ``episode_id`` is ``checkpoint:<id>`` (the learner's own
-    stream, on its own topic, so episode tables never mistake it for an episode).
+    The ``checkpoints`` table gets the row when the pipeline folds the topic.
 
     Raises:
-        InfraError: the broker did not acknowledge it.
+        SinkUnavailableError: the broker did not acknowledge it (the checkpoint's files are kept).
     """
-    from kafka import KafkaProducer
-    from kafka.errors import KafkaError
+    from ingest.publish import publish_events
+    from schemas.control import CHECKPOINT, control_event
 
-    from schemas.codec import serialize_event
-    from schemas.errors import InfraError
-    from schemas.events import Annotation, AnnotationPayload, Producer
-    from schemas.ids import new_id
-
-    row = {k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in info.row().items()}
-    event = Annotation(
-        event_id=new_id(),
-        episode_id=f"checkpoint:{info.checkpoint_id}",
-        seq=0,
-        ts=dt.datetime.now(dt.UTC),
-        producer=Producer.here("learner"),
-        payload=AnnotationPayload(key="checkpoint", value=row, author="learner"),
-    )
-    try:
-        producer = KafkaProducer(
-            bootstrap_servers=bootstrap, acks="all", request_timeout_ms=int(timeout_s * 1000)
-        )
-        try:
-            producer.send(topic, key=event.episode_id.encode(), value=serialize_event(event)).get(
-                timeout=timeout_s
-            )
-        finally:
-            producer.close(timeout=5)
-    except KafkaError as exc:
-        raise InfraError(f"checkpoint event not acknowledged by {bootstrap}: {exc}") from exc
+    event = control_event(CHECKPOINT, info.row(), "learner")
+    publish_events(bootstrap, topic, [event], timeout_s=timeout_s)
     return event.event_id

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from learners.errors import LearnerConfigError
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -29,9 +31,9 @@ class ModelConfig:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"ModelConfig.{f.name} must be a positive int, got {value!r}")
+                raise LearnerConfigError(f"ModelConfig.{f.name} must be a positive int, got {value!r}")
         if self.d_model % self.n_heads != 0:
-            raise ValueError(f"n_heads ({self.n_heads}) must divide d_model ({self.d_model})")
+            raise LearnerConfigError(f"n_heads ({self.n_heads}) must divide d_model ({self.d_model})")
 
     def to_dict(self) -> dict[str, int]:
         """Returns the fields as a plain dict (JSON-serialisable).
@@ -57,5 +59,5 @@ class ModelConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            raise ValueError(f"unknown ModelConfig fields: {unknown}")
+            raise LearnerConfigError(f"unknown ModelConfig fields: {unknown}")
         return cls(**{k: int(v) for k, v in d.items()})

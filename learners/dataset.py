@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lake import Lake, consistent_versions
 from learners.tokenizer import CharTokenizer
 
 TABLES_READ = ("episodes", "steps", "rewards")
@@ -84,24 +84,24 @@ class SampleSet:
         return float(np.mean(list(per_ep.values()))) if per_ep else 0.0
 
 
-def _table(lake: str, name: str, version: int | None) -> tuple[pa.Table, int]:
-    from deltalake import DeltaTable
+def pinned_versions(lake: str, versions: dict[str, int] | None = None) -> dict[str, int]:
+    """The versions of the tables read: those given, else the newest that hold the same Kafka offsets.
 
-    dt = DeltaTable(str(Path(lake) / name) if "://" not in lake else f"{lake}/{name}")
-    if version is not None:
-        dt.load_as_version(version)
-    table = dt.to_pyarrow_table()
-    # string_view columns (newer writers) are cast so that compute kernels accept them
-    fields = [pa.field(f.name, pa.string()) if pa.types.is_string_view(f.type) else f for f in table.schema]
-    return table.cast(pa.schema(fields)), int(dt.version())
+    A batch commits ``episodes``, ``steps`` and ``rewards`` one after another; a
+    read while it commits must not pair one batch's episodes with the previous
+    batch's rewards (:func:`lake.consistent_versions`).
+    """
+    if versions is not None and all(n in versions for n in TABLES_READ):
+        return {n: int(versions[n]) for n in TABLES_READ}
+    found = consistent_versions(Lake(lake), TABLES_READ)
+    return {**found, **{n: int(v) for n, v in (versions or {}).items() if n in TABLES_READ}}
 
 
 def load_samples(spec: DatasetSpec) -> SampleSet:
     """Read the samples the spec describes at pinned versions."""
-    tables: dict[str, pa.Table] = {}
-    versions: dict[str, int] = {}
-    for name in TABLES_READ:
-        tables[name], versions[name] = _table(spec.lake, name, (spec.versions or {}).get(name))
+    lk = Lake(spec.lake)
+    versions = pinned_versions(spec.lake, spec.versions)
+    tables = {name: lk.read(name, version=versions[name]) for name in TABLES_READ}
     skipped: Counter[str] = Counter()
 
     cols = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status", "completeness")
@@ -112,7 +112,7 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     }
     seen: set[str] = set()
     if spec.since and "episodes" in spec.since:
-        old, _ = _table(spec.lake, "episodes", spec.since["episodes"])
+        old = lk.read("episodes", version=spec.since["episodes"])
         seen = set(old.column("episode_id").to_pylist())
     keep: dict[str, dict[str, Any]] = {}
     for eid, ep in episodes.items():

@@ -19,3 +19,7 @@ class CheckpointNotFoundError(LearnerError, KeyError):
 
 class DeviceUnavailableError(LearnerError, UnavailableError):
     """The device asked for (e.g. CUDA) is not available here."""
+
+
+class LearnerConfigError(LearnerError, ValueError):
+    """A model configuration, backend or training argument is not valid (the message names it)."""

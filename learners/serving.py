@@ -73,7 +73,9 @@ class CheckpointGenerator:
             self.params = params_from_numpy(weights)
             self._rng = np.random.default_rng(seed)
         else:
-            raise ValueError(f"unknown backend {backend!r}")
+            from learners.errors import LearnerConfigError
+
+            raise LearnerConfigError(f"unknown learner backend {backend!r}: torch or jax")
 
     @property
     def checkpoint_id(self) -> str:

@@ -2,8 +2,9 @@
 
 ``ReadKafkaRanges`` -> ``ParseAndValidate`` (dead letters to quarantine) ->
 ``DedupEvents`` -> write ``events`` / ``quarantine`` -> ``LoadTouchedEpisodes``
--> ``AssembleEpisodes`` -> write ``episodes``, ``steps``, ``rewards``,
-``failures``. Elements travel in batches (one element = many records) where the
+-> ``AssembleEpisodes`` (dead letters to quarantine) -> write ``episodes``,
+``steps``, ``rewards``, ``failures``, and ``tasks`` / ``checkpoints`` from the
+control streams (:mod:`schemas.control`). Elements travel in batches (one element = many records) where the
 per-element overhead would dominate; the writes are single commits per table.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,11 @@ from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
 from ingest.kafka_sink import MAX_MESSAGE_BYTES
-from pipelines.delta_sink import CONFLICT_PREFIX, Lake, OffsetRange, WriteMode
+from lake.store import CONFLICT_PREFIX, Lake, OffsetRange, WriteMode
 from pipelines.failures import failure_rows
 from pipelines.projection import episode_row, fold_episode, reward_rows, step_rows
 from schemas.codec import parse_event
+from schemas.control import CONTROL_TABLES, control_row, stream_kind
 from schemas.errors import SchemaError
 from schemas.events import EventBase
 from schemas.tables import TABLES
@@ -168,8 +170,34 @@ def _written_version(value: bytes) -> int | None:
     return int(digits) if digits else None
 
 
+def check_stream_topic(event: EventBase, topic: str, control_topics: Mapping[str, str]) -> None:
+    """A control stream only on its own topic, and nothing else there.
+
+    Raises:
+        SchemaError: the event is on the wrong topic, or a control stream's event is not one of its rows.
+    """
+    stream = stream_kind(event.episode_id)
+    if stream is None:
+        if topic in control_topics.values():
+            kinds = [k for k, t in control_topics.items() if t == topic]
+            raise SchemaError(
+                f"topic {topic} carries only {'/'.join(kinds)} control streams, not episode "
+                f"{event.episode_id[:120]!r}",
+                [("episode_id", "not a control stream of this topic")],
+            )
+        return
+    expected = control_topics.get(stream.kind)
+    if expected is not None and topic != expected:
+        raise SchemaError(
+            f"control stream {event.episode_id[:120]!r} belongs on topic {expected}, not {topic}",
+            [("episode_id", "control stream on the wrong topic")],
+        )
+    control_row(event)
+
+
 class _ParseFn(beam.DoFn):
-    def __init__(self) -> None:
+    def __init__(self, control_topics: Mapping[str, str]) -> None:
+        self.control_topics = dict(control_topics)
         self.valid = Metrics.counter("ParseAndValidate", "valid")
         self.invalid = Metrics.counter("ParseAndValidate", "quarantined")
 
@@ -186,6 +214,7 @@ class _ParseFn(beam.DoFn):
                         f"record key {key[:80]!r} is not the event's episode_id",
                         [("episode_id", "does not match the Kafka key")],
                     )
+                check_stream_topic(event, topic, self.control_topics)
                 good.append(
                     event_row(event, topic, partition, offset, written_version=_written_version(value))
                 )
@@ -221,11 +250,19 @@ class ParseAndValidate(beam.PTransform):  # type: ignore[type-arg]
     A record that is not a valid event (bad JSON, schema violation, key not its
     episode id) goes to the ``quarantine`` output with its raw bytes, the error
     and its topic/partition/offset; it never stops the pipeline nor takes its
-    valid neighbours with it.
+    valid neighbours with it. A control stream (``checkpoint:...``, ``task:...``) is
+    valid only on its topic in ``control_topics`` (kind -> topic), as a row of its
+    table; those topics carry nothing else.
     """
 
+    def __init__(self, control_topics: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self.control_topics = dict(control_topics or {})
+
     def expand(self, batches: Any) -> Any:
-        return batches | "Parse" >> beam.ParDo(_ParseFn()).with_outputs(QUARANTINE_TAG, main="events")
+        return batches | "Parse" >> beam.ParDo(_ParseFn(self.control_topics)).with_outputs(
+            QUARANTINE_TAG, main="events"
+        )
 
 
 # ------------------------------------------------------------------ dedup
@@ -411,8 +448,25 @@ class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
 # ------------------------------------------------------------------ assemble
 
 
+EPISODE_TABLES = ("episodes", "steps", "rewards", "failures")
+"""The tables folded from episodes."""
+DERIVED_TABLES = (*EPISODE_TABLES, *CONTROL_TABLES)
+"""Every table ``AssembleEpisodes`` emits rows of."""
+DEAD_LETTER_TAG = "dead_letter"
+FOLD_ERROR = "fold failed: "
+"""How the error of a stream the fold could not assemble starts (its ``quarantine`` row)."""
+
+
 def assemble(episode_id: str, rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Rows of the four derived tables for one episode, from its ``events`` rows."""
+    """Rows of the derived tables for one stream (an episode, or a control stream), from its ``events`` rows.
+
+    A control stream is one row of its table: the one its latest event (by
+    ``ts``, then ``event_id``) records.
+    """
+    stream = stream_kind(episode_id)
+    if stream is not None:
+        events = sorted((row_to_event(r) for r in rows), key=lambda e: (e.ts, e.event_id))
+        return {stream.table: [control_row(events[-1])[1]]} if events else {}
     state = fold_episode(episode_id, (row_to_event(r) for r in rows))
     return {
         "episodes": [episode_row(state)],
@@ -422,21 +476,56 @@ def assemble(episode_id: str, rows: Iterable[dict[str, Any]]) -> dict[str, list[
     }
 
 
-class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
-    """``(episode_id, [events rows])`` -> tagged rows of episodes/steps/rewards/failures."""
+def dead_letter(episode_id: str, rows: list[dict[str, Any]], exc: BaseException) -> dict[str, Any]:
+    """The ``quarantine`` row of a stream whose events could not be folded.
 
-    TABLES = ("episodes", "steps", "rewards", "failures")
+    Keyed by the log position of the stream's newest event; its ``raw`` value
+    lists the stream's event ids, so nothing is lost and the stream can be
+    folded again once the cause is fixed (``trajlake replay``).
+    """
+    last = max(rows, key=lambda r: (r["topic"], r["partition"], r["offset"]))
+    return {
+        "topic": last["topic"],
+        "partition": last["partition"],
+        "offset": last["offset"],
+        "key": episode_id.encode(),
+        "raw": json.dumps(
+            {"episode_id": episode_id, "event_ids": sorted(r["event_id"] for r in rows)}
+        ).encode(),
+        "error": f"{FOLD_ERROR}{episode_id[:200]}: {type(exc).__name__}: {exc}"[:4000],
+        "error_fields": ["<fold>"],
+        "kafka_ts": None,
+    }
+
+
+class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
+    """``(episode_id, [events rows])`` -> tagged rows of the derived tables, and a dead-letter output.
+
+    A stream whose fold raises (an event the parser accepted but the projection
+    cannot use) goes to the ``dead_letter`` output as a ``quarantine`` row, and
+    its stored rows are left as they were; its neighbours are folded as usual.
+    """
+
+    TABLES = DERIVED_TABLES
 
     def expand(self, grouped: Any) -> Any:
+        failed = Metrics.counter("AssembleEpisodes", "dead_letters")
+
         def emit(kv: tuple[str, list[dict[str, Any]]]) -> Iterator[Any]:
             if not kv[1]:
                 return  # its events are gone (a conflict lost to an earlier copy): its rows go too
-            out = assemble(kv[0], kv[1])
-            for name in self.TABLES:
-                for row in out[name]:
+            try:
+                out = assemble(kv[0], kv[1])
+            except Exception as exc:  # noqa: BLE001 - one unfoldable stream never stops the batch
+                failed.inc()
+                yield pvalue.TaggedOutput(DEAD_LETTER_TAG, dead_letter(kv[0], kv[1], exc))
+                yield pvalue.TaggedOutput("failed", kv[0])
+                return
+            for name, rows in out.items():
+                for row in rows:
                     yield pvalue.TaggedOutput(name, row)
 
-        return grouped | "Fold" >> beam.FlatMap(emit).with_outputs(*self.TABLES)
+        return grouped | "Fold" >> beam.FlatMap(emit).with_outputs(*self.TABLES, DEAD_LETTER_TAG, "failed")
 
 
 class _LoadEpisodesFn(beam.DoFn):
@@ -497,11 +586,14 @@ class _StageFn(beam.DoFn):
 class _CommitFn(beam.DoFn):
     """The staged files of a table -> one exactly-once Delta commit."""
 
-    def __init__(self, lake_root: str, table: str, mode: WriteMode, txns: dict[str, int]) -> None:
+    def __init__(
+        self, lake_root: str, table: str, mode: WriteMode, txns: dict[str, int], skip_empty: bool = False
+    ) -> None:
         self.lake_root = lake_root
         self.table = table
         self.mode = mode
         self.txns = txns
+        self.skip_empty = skip_empty
         self.rows = Metrics.counter("WriteDelta", table)
 
     def process(self, joined: tuple[Any, dict[str, list[Any]]]) -> Iterator[dict[str, Any]]:
@@ -514,6 +606,9 @@ class _CommitFn(beam.DoFn):
         schema = TABLES[self.table]
         parts = [pq.read_table(p, schema=schema) for p in paths]
         table = pa.concat_tables(parts) if parts else pa.Table.from_pylist([], schema=schema)
+        if self.skip_empty and not table.num_rows and not replaced:
+            yield {"table": self.table, "rows": 0, "committed": False, "episodes": []}
+            return
         lake = Lake(self.lake_root)
         events = self.table == "events"
         committed = lake.write(
@@ -547,7 +642,9 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
     input no longer has. With ``after``, the commit waits for that PCollection
     (another table's commit summary); with ``replaced`` (lists of ``(event_id,
     event_date, episode_id)`` for ``events``, of ``(topic, partition, offset)``
-    for ``quarantine``), those stored rows are removed first.
+    for ``quarantine``), those stored rows are removed first. With ``skip_empty``,
+    no rows means no commit at all (a write keyed by its rows, idempotent without
+    ``txn``s: the fold's dead letters).
     """
 
     def __init__(
@@ -562,6 +659,7 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
         after: Any = None,
         replaced: Any = None,
         batch_size: int = 2000,
+        skip_empty: bool = False,
     ) -> None:
         super().__init__()
         self.lake_root = lake_root
@@ -573,6 +671,7 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
         self.after = after
         self.replaced = replaced
         self.batch_size = batch_size
+        self.skip_empty = skip_empty
 
     def expand(self, pcoll: Any) -> Any:
         import hashlib
@@ -597,5 +696,6 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
         return (
             inputs
             | "Join" >> beam.CoGroupByKey()
-            | "Commit" >> beam.ParDo(_CommitFn(self.lake_root, self.table, self.mode, self.txns))
+            | "Commit"
+            >> beam.ParDo(_CommitFn(self.lake_root, self.table, self.mode, self.txns, self.skip_empty))
         )

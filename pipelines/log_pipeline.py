@@ -28,7 +28,10 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from lake.check import refuse_damaged
+from lake.store import PIPELINE_TABLES, Lake, OffsetRange, app_id
 from pipelines.beam_stages import (
+    EPISODE_TABLES,
     AssembleEpisodes,
     DedupEvents,
     LoadTouchedEpisodes,
@@ -37,13 +40,13 @@ from pipelines.beam_stages import (
     ResolveStoredEvents,
     WriteDelta,
 )
-from pipelines.delta_sink import PIPELINE_TABLES, Lake, OffsetRange, app_id
 from pipelines.errors import PipelineError
-from pipelines.lake_check import refuse_damaged
+from schemas.control import CONTROL_TABLES
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOPICS = ("trajlake.episodes", "trajlake.judgements")
+DEFAULT_TOPICS = ("trajlake.episodes", "trajlake.judgements", "trajlake.learner", "trajlake.tasks")
+DEFAULT_CONTROL_TOPICS = {"checkpoint": "trajlake.learner", "task": "trajlake.tasks"}
 
 
 @dataclass
@@ -56,6 +59,8 @@ class PipelineConfig:
     """The lake directory."""
     topics: tuple[str, ...] = DEFAULT_TOPICS
     """Topics folded into the lake."""
+    control_topics: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CONTROL_TOPICS))
+    """The topic of each kind of control stream (:mod:`schemas.control`); those topics carry nothing else."""
     name: str = "trajlake-log"
     """Pipeline name: the prefix of the Delta ``txn`` app ids."""
     max_batch_per_partition: int = 200_000
@@ -169,7 +174,7 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> N
     lake = cfg.lake_root
     txns = {app_id(cfg.name, r.topic, r.partition): r.last for r in ranges}
     batches = p | "Ranges" >> beam.Create(ranges) | "ReadKafka" >> ReadKafkaRanges(cfg.bootstrap)
-    parsed = batches | "ParseAndValidate" >> ParseAndValidate()
+    parsed = batches | "ParseAndValidate" >> ParseAndValidate(cfg.control_topics)
     deduped = parsed.events | "DedupEvents" >> DedupEvents()
     resolved = deduped | "ResolveStoredEvents" >> ResolveStoredEvents(lake)
     quarantined = (parsed.quarantine, resolved.conflicts) | "AllQuarantined" >> beam.Flatten()
@@ -189,12 +194,24 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> N
         | "LoadTouchedEpisodes" >> LoadTouchedEpisodes(lake)
         | "AssembleEpisodes" >> AssembleEpisodes()
     )
+    # A stream the fold could not assemble keeps its stored rows; its dead letter is in
+    # quarantine before the derived tables record the batch's offsets (a crash re-folds it).
+    folded = touched | "SkipFailed" >> beam.Map(
+        lambda ids, bad: sorted(set(ids) - set(bad)), bad=beam.pvalue.AsList(derived.failed)
+    )
+    # (no txn: quarantine already recorded these offsets above; an upsert by log position is idempotent)
+    dead = derived.dead_letter | "WriteDeadLetters" >> WriteDelta(
+        lake, "quarantine", "upsert", {}, skip_empty=True
+    )
     # Each touched episode's rows are replaced whole: rows its events no longer give (a failure
     # fixed by a late reward, an episode whose only event lost an id conflict) are removed.
-    for name in ("episodes", "steps", "rewards", "failures"):
+    for name in EPISODE_TABLES:
         _ = derived[name] | f"Write_{name}" >> WriteDelta(
-            lake, name, "replace_episodes", txns, touched=touched
+            lake, name, "replace_episodes", txns, touched=folded, after=dead
         )
+    # A control stream is one row of its table, upserted by key (the latest event's row).
+    for name in CONTROL_TABLES:
+        _ = derived[name] | f"Write_{name}" >> WriteDelta(lake, name, "upsert", txns, after=dead)
 
 
 @contextlib.contextmanager

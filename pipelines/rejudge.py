@@ -42,8 +42,8 @@ from ingest.sink import EventSink, Receipt
 from judges.context import JudgeContext
 from judges.registry import Judge, build_judge
 from judges.tasks import Task
+from lake.store import Lake, sql_literal
 from pipelines.beam_stages import row_to_event
-from pipelines.delta_sink import Lake, _sql
 from pipelines.errors import PipelineError
 from sandboxes.errors import SandboxError
 from sandboxes.pool import SandboxPool
@@ -248,7 +248,7 @@ def select(lake: Lake, selection: RejudgeSelection) -> tuple[list[Candidate], di
 
 
 def _in(values: Sequence[str]) -> str:
-    return ", ".join(_sql(v) for v in values)
+    return ", ".join(sql_literal(v) for v in values)
 
 
 def _chunks(items: Sequence[str], n: int) -> list[Sequence[str]]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.errors import LakeError
+from lake.errors import LakeError
 from schemas.errors import UnavailableError
 from schemas.tables import TABLES
 

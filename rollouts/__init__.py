@@ -12,7 +12,7 @@ from rollouts.policies import (
     ScriptedPolicy,
 )
 from rollouts.runner import RolloutConfig, run_rollouts
-from rollouts.sampler import Assignment, TaskPool
+from rollouts.sampler import Assignment, TaskPool, admitted_ids, group_assignments, group_id
 from rollouts.worker import EpisodeOutcome, run_episode
 
 __all__ = [
@@ -33,6 +33,9 @@ __all__ = [
     "ScriptedPolicy",
     "TaskPool",
     "ToolAction",
+    "admitted_ids",
+    "group_assignments",
+    "group_id",
     "parse_action",
     "run_episode",
     "run_rollouts",

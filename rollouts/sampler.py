@@ -6,8 +6,10 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from judges.tasks import Task, find_task_dirs, load_task
+from lake import Lake
 
 TIER_PRIORITY = {"easy": 1.0, "medium": 1.0, "hard": 1.0}
 
@@ -19,6 +21,33 @@ class Assignment:
     task_dir: str
     group_id: str
     attempt: int
+
+
+def group_id(tag: str, task_id: str, rng: random.Random) -> str:
+    """A new group id for the G attempts at one task (``<tag>:<task>:<48 random bits>``)."""
+    return f"{tag}:{task_id}:{rng.getrandbits(48):012x}"
+
+
+def group_assignments(
+    tasks: Iterable[Task], group_size: int, *, rng: random.Random, tag: str
+) -> list[Assignment]:
+    """``group_size`` attempts at every task, the attempts at one task sharing one group."""
+    out = []
+    for t in tasks:
+        group = group_id(tag, t.id, rng)
+        out += [Assignment(str(t.root), group, a) for a in range(group_size)]
+    return out
+
+
+def admitted_ids(lake: str | Path) -> set[str] | None:
+    """Ids the ``tasks`` table admits (``None`` when nothing was ever admitted: no table, or no rows)."""
+    lk = Lake(lake)
+    if not lk.exists("tasks"):
+        return None
+    rows = lk.read("tasks").select(["task_id", "admitted"]).to_pylist()
+    if not rows:
+        return None
+    return {r["task_id"] for r in rows if r["admitted"]}
 
 
 class TaskPool:
@@ -53,6 +82,11 @@ class TaskPool:
         ]
         self.priority = {**TIER_PRIORITY, **(priority or {})}
 
+    @classmethod
+    def admitted_in(cls, paths: Iterable[str | Path], lake: str | Path, **filters: Any) -> TaskPool:
+        """Tasks under ``paths`` the lake's ``tasks`` table admits (all valid ones when it has no rows)."""
+        return cls(paths, admitted=admitted_ids(lake), **filters)
+
     def __len__(self) -> int:
         return len(self.tasks)
 
@@ -60,7 +94,9 @@ class TaskPool:
         """The tasks, by id."""
         return {t.id: t for t in self.tasks}
 
-    def sample(self, n_tasks: int, group_size: int, *, rng: random.Random, tag: str = "") -> list[Assignment]:
+    def sample(
+        self, n_tasks: int, group_size: int, *, rng: random.Random, tag: str = "rollout"
+    ) -> list[Assignment]:
         """``n_tasks`` distinct tasks (weighted by tier priority), ``group_size`` attempts each."""
         if not self.tasks:
             return []
@@ -70,8 +106,4 @@ class TaskPool:
             weights = [self.priority.get(t.spec.tier, 1.0) for t in pool]
             pick = rng.choices(range(len(pool)), weights=weights)[0]
             chosen.append(pool.pop(pick))
-        out = []
-        for t in chosen:
-            group = f"{tag}{t.id}:{rng.getrandbits(48):012x}"
-            out += [Assignment(str(t.root), group, a) for a in range(group_size)]
-        return out
+        return group_assignments(chosen, group_size, rng=rng, tag=tag)

@@ -16,7 +16,7 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -28,6 +28,9 @@ from trajlake.judges_cli import judges_app, tasks_app
 from trajlake.options import DeltaVersion, LakeOpt, TrajectoryFormat, Workers
 from trajlake.sandbox_cli import sandbox_app
 from trajlake.terminal import ExitCode, console, describe, err_console, fail, note, set_debug, settings
+
+if TYPE_CHECKING:
+    from pipelines import PipelineConfig
 
 app = typer.Typer(
     name="trajlake",
@@ -53,6 +56,7 @@ app.add_typer(api_app, name="api")
 app.command("rollout")(loop_cli.rollout)
 app.command("train")(loop_cli.train)
 app.command("lineage")(loop_cli.lineage)
+app.command("publish-checkpoint")(loop_cli.publish_checkpoint)
 app.command("rejudge")(rejudge_cli.rejudge)
 
 
@@ -395,19 +399,10 @@ def events_read(
 # ------------------------------------------------------------------ pipelines
 
 
-def _pipeline_config(lake: Path | None, workers: int, max_batch: int, beam_args: list[str] | None) -> Any:
-    from pipelines import PipelineConfig
-
-    s = settings()
-    return PipelineConfig(
-        bootstrap=s.kafka_bootstrap,
-        lake_root=str(Path(lake or s.lake).resolve()),
-        topics=(s.topic_episodes, s.topic_judgements),
-        num_workers=workers,
-        max_batch_per_partition=max_batch,
-        beam_args=list(beam_args or []),
-        worker_log=str(s.home / "logs" / "beam-workers.log"),
-    )
+def _pipeline_config(
+    lake: Path | None, workers: int, max_batch: int, beam_args: list[str] | None
+) -> PipelineConfig:
+    return settings().pipeline_config(lake, workers=workers, max_batch=max_batch, beam_args=beam_args)
 
 
 def _batch_printer(progress: Any = None, task: Any = None) -> Any:
@@ -418,6 +413,9 @@ def _batch_printer(progress: Any = None, task: Any = None) -> Any:
             f"events +{c.get('WriteDelta.events', 0)}, quarantine +{c.get('WriteDelta.quarantine', 0)}, "
             f"episodes {c.get('WriteDelta.episodes', 0)}, steps {c.get('WriteDelta.steps', 0)}, "
             f"rewards {c.get('WriteDelta.rewards', 0)}, failures {c.get('WriteDelta.failures', 0)}"
+            + "".join(
+                f", {t} {c[f'WriteDelta.{t}']}" for t in ("tasks", "checkpoints") if c.get(f"WriteDelta.{t}")
+            )
         )
         if progress is not None:
             progress.console.print(line)
@@ -517,7 +515,7 @@ def lake_diff(
     b: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="Lake B.")],
 ) -> None:
     """Compare two lakes table by table (row sets); exit 1 if they differ."""
-    from pipelines import diff_lakes
+    from lake import diff_lakes
     from trajlake.preflight import require_lake
 
     diffs = diff_lakes(require_lake(a), require_lake(b))
@@ -553,8 +551,8 @@ def lake_check(lake: LakeOpt = None) -> None:
     A log must have no gap and its newest commits must parse, every file it names must exist, and
     the pipeline tables must have committed the same Kafka offsets. Exits 1 naming the damage.
     """
-    from pipelines import Lake
-    from pipelines.lake_check import check_lake, damage_summary
+    from lake import Lake
+    from lake.check import check_lake, damage_summary
 
     root = lake or settings().lake
     checks = check_lake(Lake(str(root)))
@@ -658,7 +656,7 @@ def lake_sql(
     lake: LakeOpt = None,
 ) -> None:
     """Run a SQL query over the lake's tables with Spark."""
-    from pipelines import LakeError
+    from lake import LakeError
     from pipelines.spark_lake import SparkLake
     from trajlake.preflight import require_lake
 

@@ -24,13 +24,16 @@ import string
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ingest.kafka_broker import EmbeddedKafka
+
+if TYPE_CHECKING:
+    from trajlake.settings import Settings
 
 FAMILY_DIR = Path(__file__).resolve().parents[1] / "tasks" / "wordplay"
 HELD_OUT_FROM = 37
@@ -71,7 +74,7 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def run_demo(
-    settings: Any,
+    settings: Settings,
     broker: EmbeddedKafka,
     *,
     iterations: int = 5,
@@ -87,15 +90,22 @@ def run_demo(
         AdmissionError: a task of the family was rejected (the demo stops before training).
         UnavailableError: something it needs cannot be prepared here (Java, root, the image).
     """
-    from judges.admission import ADMISSION_SPEC, admit_all, rejection_reasons
+    from judges.admission import (
+        ADMISSION_SPEC,
+        admit_all,
+        publish_admissions,
+        rejection_reasons,
+        shared_judge,
+    )
     from judges.errors import AdmissionError
     from judges.tasks import find_task_dirs, load_task
-    from learners.checkpoints import emit_checkpoint_event, lineage_chain, record_checkpoint
+    from lake import Lake
+    from learners.checkpoints import lineage_chain, publish_checkpoint
+    from learners.evaluation import split_metrics
     from learners.trainer import TrainArgs, supervised_warm_start, train
-    from pipelines import Lake
+    from rollouts import TaskPool
     from sandboxes import SandboxPool
-    from schemas.tables import TABLES
-    from trajlake.loop import family_judge, fold_log, load_pool, metrics_from_lake, rollout
+    from trajlake.loop import fold_log, rollout
     from trajlake.preflight import prepare_images, require_backend
 
     started = time.monotonic()
@@ -107,22 +117,19 @@ def run_demo(
     console.print(f"broker up on {broker.bootstrap}")
 
     console.rule("[bold]2. admit the wordplay task family")
-    import pyarrow as pa
-
     task_dirs = find_task_dirs([family_dir])
     backend = require_backend(settings)
     prepare_images(settings, backend, {load_task(d).spec.initial_state.image for d in task_dirs},
                    progress=lambda m: console.print(f"[dim]{escape(m)}[/dim]"))  # fmt: skip
     with SandboxPool(backend, ADMISSION_SPEC, max_size=workers) as pool:
         results = admit_all(task_dirs, pool, runs=2, workers=workers)
+    # the results are events on the tasks topic; the pipeline folds them into the tasks table
+    publish_admissions(settings.kafka_bootstrap, settings.topic_tasks, results)
+    fold_log(settings)
     lake = Lake(str(lake_dir))
-    lake.ensure(["tasks"])
-    lake.write(
-        "tasks", pa.Table.from_pylist([r.row() for r in results], schema=TABLES["tasks"]), mode="upsert"
-    )
     admitted = sum(r.admitted for r in results)
     console.print(f"{admitted}/{len(results)} tasks admitted (spec, reproducible state, judge fails "
-                  "untouched, passes reference, deterministic) -> tasks table")  # fmt: skip
+                  "untouched, passes reference, deterministic) -> log -> tasks table")  # fmt: skip
     if admitted < len(results):
         reasons = rejection_reasons(results).most_common(5)
         raise AdmissionError(
@@ -131,10 +138,10 @@ def run_demo(
             + "; ".join(f"{n} task(s): {reason}" for reason, n in reasons)
             + " (`trajlake tasks admit tasks/wordplay --json` gives every row)"
         )
-    pool_ = load_pool([family_dir], lake_dir)
+    pool_ = TaskPool.admitted_in([family_dir], lake_dir)
     train_tasks = [t for t in pool_.tasks if int(t.id.rsplit("-", 1)[1]) < HELD_OUT_FROM]
     held_out = [t for t in pool_.tasks if int(t.id.rsplit("-", 1)[1]) >= HELD_OUT_FROM]
-    judge_name, judge_version = family_judge(pool_.tasks)
+    judge_name, judge_version = shared_judge(pool_.tasks)
     console.print(f"{len(train_tasks)} training tasks, {len(held_out)} held-out tasks; "
                   f"judge {judge_name} {judge_version}")  # fmt: skip
 
@@ -144,8 +151,7 @@ def run_demo(
         _warm_pairs(words), checkpoint_root=str(ckpt_root), steps=1500, target_loss=0.5, lr=2e-3,
         note="supervised warm start on 4000 synthetic random-letter strings (no task word)",
     )  # fmt: skip
-    record_checkpoint(lake_dir, ckpt)
-    emit_checkpoint_event(settings.kafka_bootstrap, settings.topic_learner, ckpt)
+    publish_checkpoint(settings.kafka_bootstrap, settings.topic_learner, ckpt)  # folded with the next batch
     wm = ckpt.lineage.metrics
     console.print(f"{ckpt.checkpoint_id}: {wm['steps']} steps, loss {wm['final_loss']:.2f}")
 
@@ -168,8 +174,8 @@ def run_demo(
                          workers=workers, tag=f"train{it}", seed=it)  # fmt: skip
         t_roll = time.monotonic() - t0
         folded = fold_log(settings)
-        ev_m = metrics_from_lake(lake_dir, {o.episode_id for o in ev}, judge_name)
-        tr_m = metrics_from_lake(lake_dir, {o.episode_id for o in tr}, judge_name) if tr else None
+        ev_m = split_metrics(lake_dir, {o.episode_id for o in ev}, judge_name)
+        tr_m = split_metrics(lake_dir, {o.episode_id for o in tr}, judge_name) if tr else None
         all_ids |= {o.episode_id for o in ev + tr}
         final_eval_ids = [o.episode_id for o in ev]
         row: dict[str, Any] = {
@@ -208,8 +214,7 @@ def run_demo(
                 console.print("[red]the learner found no new samples[/red]")
                 return False
             ckpt = res.checkpoint
-            record_checkpoint(lake_dir, ckpt)
-            emit_checkpoint_event(settings.kafka_bootstrap, settings.topic_learner, ckpt)
+            publish_checkpoint(settings.kafka_bootstrap, settings.topic_learner, ckpt)
             m = ckpt.lineage.metrics
             row.update(loss=m["loss"], kl=m["kl"], clip_frac=m["clip_frac"], samples=res.samples)
             console.print(f"learner: {res.samples} samples (tables {ckpt.lineage.table_versions}) -> "
@@ -263,7 +268,7 @@ LOOSE_JUDGE = {"name": "tests", "config": {"extra_args": ["-k", "one_word or sam
 
 
 def _rejudge_step(
-    settings: Any,
+    settings: Settings,
     lake: Any,
     backend: Any,
     tasks: list[Any],

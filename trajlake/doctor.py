@@ -205,8 +205,8 @@ def check_disk(settings: Settings) -> CheckRow:
 
 def check_lake(settings: Settings) -> CheckRow:
     """Every table of the lake opens, its log has no gap and every file it names exists."""
-    from pipelines import Lake
-    from pipelines.lake_check import REBUILD, check_lake
+    from lake import Lake
+    from lake.check import REBUILD, check_lake
 
     root = Path(settings.lake)
     if not root.is_dir():

@@ -158,28 +158,32 @@ def admit(
         bool, typer.Option("--json", help="Print the full rows (reasons whole) as JSON.")
     ] = False,
 ) -> None:
-    """Admit tasks: build, judge untouched and reference states, repeat; write the ``tasks`` table.
+    """Admit tasks: build, judge untouched and reference states, repeat; record the results in the log.
 
+    The results are events on the tasks topic; the pipeline folds them into the
+    ``tasks`` table right after (so a replay rebuilds it). Needs the broker.
     Exits 1 when any task is rejected; every reason is printed whole.
     """
-    import pyarrow as pa
-
-    from judges.admission import admit_all, rejection_reasons
+    from ingest.kafka_broker import require_broker
+    from judges.admission import admit_all, publish_admissions, rejection_reasons
     from judges.tasks import find_task_dirs
-    from pipelines import Lake
-    from schemas.tables import TABLES
+    from lake import Lake
+    from pipelines import run_once
 
     dirs = find_task_dirs(paths)
     if not dirs:
         fail(f"no task.yaml under {', '.join(map(str, paths))}", ExitCode.USAGE)
+    s = settings()
     pool = _pool(backend, workers, _images(dirs))
+    require_broker(s.kafka_bootstrap)  # before minutes of admission, not after
     with pool, _progress() as progress:
         bar = progress.add_task("admitting tasks", total=len(dirs))
         results = admit_all(dirs, pool, runs=runs, workers=workers, on_result=lambda r: progress.advance(bar))
-    lk = Lake(lake or settings().lake)
-    lk.ensure(["tasks"])
-    rows = [r.row() for r in results]
-    lk.write("tasks", pa.Table.from_pylist(rows, schema=TABLES["tasks"]), mode="upsert")
+    events = publish_admissions(s.kafka_bootstrap, s.topic_tasks, results)
+    rows = [e.payload.value for e in events]  # exactly the rows the tasks table gets
+    cfg = s.pipeline_config(lake)
+    run_once(cfg)
+    lk = Lake(cfg.lake_root)
     admitted = sum(r.admitted for r in results)
     if as_json:
         print(json.dumps([{**row, "untouched": r.verdicts.get("untouched", []),
@@ -206,7 +210,8 @@ def admit(
             for reason in r.reasons:
                 console.print(f"[red]{escape(r.task_id)} rejected[/red] {escape(reason)}", soft_wrap=True)
     err_console.print(
-        f"{admitted}/{len(results)} admitted; `tasks` table in {lk.root} at version {lk.versions()['tasks']}"
+        f"{admitted}/{len(results)} admitted; published to {s.topic_tasks} and folded: `tasks` table in "
+        f"{lk.root} at version {lk.versions()['tasks']}"
     )
     if admitted < len(results):
         for reason, n in rejection_reasons(results).most_common(10):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from pipelines import Lake
+from lake import Lake
 
 
 def lake_versions_table(lake: Lake, title: str) -> Table:

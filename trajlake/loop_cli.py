@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from trajlake.options import BackendOpt, LearnerBackend, PolicyOpt, TaskDirs, Workers
-from trajlake.terminal import ExitCode, console, err_console, fail, settings, warn
+from trajlake.terminal import ExitCode, console, err_console, fail, settings
 
 
 def rollout(
@@ -30,14 +30,14 @@ def rollout(
 ) -> None:
     """Run episodes of admitted tasks with a policy, in sandboxes, recording every step to Kafka."""
     from ingest.kafka_broker import require_broker
-    from rollouts import run_rollouts
-    from trajlake.loop import load_pool, rollout_config
+    from rollouts import TaskPool, run_rollouts
+    from trajlake.loop import rollout_config
     from trajlake.preflight import require_backend, require_images
 
     s = settings()
     if backend is not None:
         s = s.model_copy(update={"sandbox_backend": backend.value})
-    pool = load_pool(tasks, Path(s.lake), families=family, tiers=tier)
+    pool = TaskPool.admitted_in(tasks, s.lake, families=family, tiers=tier)
     if not len(pool):
         fail(
             f"no admitted task under {', '.join(map(str, tasks))} matches; admit them first with "
@@ -47,7 +47,7 @@ def rollout(
     require_broker(s.kafka_bootstrap)
     require_images(require_backend(s), [t.spec.initial_state.image for t in pool.tasks])
     n_tasks = max(1, episodes // max(1, group_size))
-    assignments = pool.sample(n_tasks, group_size, rng=random.Random(seed), tag="rollout:")[:episodes]
+    assignments = pool.sample(n_tasks, group_size, rng=random.Random(seed), tag="rollout")[:episodes]
     cfg = rollout_config(s, policy, workers=workers)
     outcomes = []
     with Progress(
@@ -100,14 +100,17 @@ def train(
     device: Annotated[str, typer.Option(help="auto | cpu | cuda[:N] (torch).")] = "auto",
 ) -> None:
     """One learner step from the lake at pinned versions -> a checkpoint with lineage."""
-    from learners.checkpoints import emit_checkpoint_event, record_checkpoint
+    from ingest.kafka_broker import require_broker
+    from learners.checkpoints import publish_checkpoint
     from learners.trainer import TrainArgs
     from learners.trainer import train as run_train
+    from pipelines import run_once
     from schemas.errors import TrajlakeError
     from trajlake.preflight import require_lake
 
     s = settings()
     require_lake(s.lake, ["episodes", "steps", "rewards"])
+    require_broker(s.kafka_bootstrap)  # the checkpoint's lineage goes to the log: fail before training
     args = TrainArgs(
         lake=str(Path(s.lake).resolve()),
         checkpoint_root=str(Path(s.checkpoints).resolve()),
@@ -137,18 +140,39 @@ def train(
     if res.checkpoint is None:
         fail(f"no new samples to learn from in {s.lake} (judge {judge}); record episodes with "
              "`trajlake rollout` and fold them with `trajlake pipeline run --once`")  # fmt: skip
-    record_checkpoint(args.lake, res.checkpoint)
-    try:
-        emit_checkpoint_event(s.kafka_bootstrap, s.topic_learner, res.checkpoint)
-    except TrajlakeError as exc:
-        warn(f"checkpoint recorded in the table, not in the log: {exc}")
     info = res.checkpoint
+    try:
+        publish_checkpoint(s.kafka_bootstrap, s.topic_learner, info)
+    except TrajlakeError as exc:
+        fail(f"checkpoint {info.checkpoint_id} is saved at {info.path} but its lineage is not in the log "
+             f"({exc}); once the broker answers, `trajlake publish-checkpoint {info.path}` records it",
+             ExitCode.NOT_READY)  # fmt: skip
+    run_once(s.pipeline_config())  # the checkpoints table gets its row now
     console.print(f"[green]{info.checkpoint_id}[/green] at {info.path}")
     console.print(
         f"{res.samples} samples, mean reward {res.mean_reward:.3f}, {len(res.metrics)} steps in "
         f"{res.seconds:.1f}s; tables {info.lineage.table_versions}; judge {info.lineage.judge_name} "
         f"{info.lineage.judge_version}; metrics {info.path}/metrics.jsonl"
     )
+
+
+def publish_checkpoint(
+    path: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="A checkpoint directory.")],
+) -> None:
+    """Put a saved checkpoint's lineage in the log (again: the table keeps one row per id); fold it."""
+    from ingest.kafka_broker import require_broker
+    from learners.checkpoints import load_checkpoint
+    from learners.checkpoints import publish_checkpoint as publish
+    from pipelines import run_once
+
+    s = settings()
+    if not (path / "meta.json").is_file():
+        fail(f"{path} is not a checkpoint directory (it has no meta.json)", ExitCode.USAGE)
+    info, _, _ = load_checkpoint(path)
+    require_broker(s.kafka_bootstrap)
+    publish(s.kafka_bootstrap, s.topic_learner, info)
+    run_once(s.pipeline_config())
+    console.print(f"[green]{info.checkpoint_id}[/green] published to {s.topic_learner} and folded")
 
 
 def lineage(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingest.kafka_broker import require_broker
-from pipelines import Lake, TableMissingError
+from lake import Lake, TableMissingError
 from sandboxes import SandboxBackend, get_backend
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def require_lake(root: str | Path, tables: Iterable[str] = ()) -> Lake:
         LakeDamagedError: one of them (every table, when ``tables`` is empty) is damaged: its
             log, or a data file gone or resized.
     """
-    from pipelines.lake_check import refuse_damaged
+    from lake.check import refuse_damaged
 
     lake = Lake(str(root))
     present = lake.versions()

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipelines import PipelineConfig
+    from sandboxes import SandboxConfig
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,7 +27,9 @@ class Settings(BaseSettings):
     topic_judgements: str = "trajlake.judgements"
     """Topic of rewards written by re-judge jobs."""
     topic_learner: str = "trajlake.learner"
-    """Topic of learner events (a checkpoint and its lineage)."""
+    """Topic of learner events (a checkpoint and its lineage: the ``checkpoints`` table)."""
+    topic_tasks: str = "trajlake.tasks"
+    """Topic of task admission results (the ``tasks`` table)."""
     topic_partitions: int = Field(default=8, ge=1)
     """Partitions of each topic the embedded broker creates."""
     kafka_heap: str = "512m"
@@ -53,7 +59,7 @@ class Settings(BaseSettings):
     api_port: int = Field(default=8765, ge=0, le=65535)
     """Port ``trajlake api serve`` listens on."""
 
-    def sandbox_config(self) -> Any:
+    def sandbox_config(self) -> SandboxConfig:
         """The :class:`sandboxes.SandboxConfig` these settings describe."""
         from sandboxes import SandboxConfig
 
@@ -92,4 +98,27 @@ class Settings(BaseSettings):
             self.topic_episodes: self.topic_partitions,
             self.topic_judgements: self.topic_partitions,
             self.topic_learner: 1,
+            self.topic_tasks: 1,
         }
+
+    def pipeline_config(
+        self,
+        lake: Path | None = None,
+        *,
+        workers: int = 2,
+        max_batch: int = 200_000,
+        beam_args: list[str] | None = None,
+    ) -> PipelineConfig:
+        """The :class:`pipelines.PipelineConfig` that folds every topic of these settings into ``lake``."""
+        from pipelines import PipelineConfig
+
+        return PipelineConfig(
+            bootstrap=self.kafka_bootstrap,
+            lake_root=str(Path(lake or self.lake).resolve()),
+            topics=(self.topic_episodes, self.topic_judgements, self.topic_learner, self.topic_tasks),
+            control_topics={"checkpoint": self.topic_learner, "task": self.topic_tasks},
+            num_workers=workers,
+            max_batch_per_partition=max_batch,
+            beam_args=list(beam_args or []),
+            worker_log=str(self.home / "logs" / "beam-workers.log"),
+        )

@@ -14,7 +14,7 @@ router = APIRouter(tags=["health"])
 @router.get("/health", responses={503: {"model": HealthPublic, "description": "The lake is damaged."}})
 def health(reader: ReaderDep, response: Response) -> HealthPublic:
     """Whether the service answers, how many tables the lake has, and which are damaged (503)."""
-    from pipelines.lake_check import REBUILD
+    from lake.check import REBUILD
 
     damaged = [name for name in TABLES if reader.problems(name)]
     if damaged:

@@ -13,8 +13,10 @@ from fastapi.testclient import TestClient
 
 from api import create_app
 from ingest.kafka_broker import EmbeddedKafka
-from pipelines import Lake, PipelineConfig, run_once
-from tests.api.lake_story import Story, make_story, record_checkpoints
+from lake import Lake
+from pipelines import PipelineConfig, run_once
+from schemas.codec import serialize_event
+from tests.api.lake_story import Story, checkpoint_events, make_story
 from tests.pipelines.log_workload import produce
 
 
@@ -37,23 +39,27 @@ def _records(topic: str, docs: list[dict]) -> list[tuple[str, bytes, bytes]]:  #
 @pytest.fixture(scope="module")
 def story_lake(kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory) -> StoryLake:
     topic = f"api.story.{os.getpid()}"
-    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 8}).ensure_topics()
+    learner = f"api.story.learner.{os.getpid()}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 8, learner: 1}).ensure_topics()
     root = tmp_path_factory.mktemp("api-lake") / "lake"
     cfg = PipelineConfig(
         bootstrap=kafka.bootstrap,
         lake_root=str(root),
-        topics=(topic,),
+        topics=(topic, learner),
+        control_topics={"checkpoint": learner},
         worker_log=str(root.parent / "workers.log"),
     )
     story = make_story()
-    produce(kafka.bootstrap, _records(topic, story.batch1))
+    # the checkpoints are control streams on the learner topic: one with each batch
+    parent, child = checkpoint_events(root)
+    ck = [(learner, e.episode_id.encode(), serialize_event(e)) for e in (parent, child)]
+    produce(kafka.bootstrap, _records(topic, story.batch1) + ck[:1])
     assert len(run_once(cfg)) == 1
     after1 = Lake(root).versions()
-    produce(kafka.bootstrap, _records(topic, story.batch2))
+    produce(kafka.bootstrap, _records(topic, story.batch2) + ck[1:])
     assert len(run_once(cfg)) == 1
     after2 = Lake(root).versions()
-    checkpoints = record_checkpoints(root)
-    return StoryLake(root, story, after1, after2, checkpoints)
+    return StoryLake(root, story, after1, after2, ["ck-parent", "ck-child"])
 
 
 @pytest.fixture(scope="module")

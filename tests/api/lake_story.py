@@ -188,11 +188,12 @@ def make_story() -> Story:
     return Story(e, batch1, batch2)
 
 
-def record_checkpoints(lake: Path) -> list[str]:
-    """A parent checkpoint and its child in the ``checkpoints`` table (one commit each)."""
-    from learners.checkpoints import CheckpointInfo, Lineage, record_checkpoint
+def checkpoint_events(lake: Path) -> list[Any]:
+    """A parent checkpoint and its child as events of their control streams (one per story batch)."""
+    from learners.checkpoints import CheckpointInfo, Lineage
+    from schemas.control import CHECKPOINT, control_event
 
-    ids = []
+    events = []
     parent = None
     for i, name in enumerate(("ck-parent", "ck-child")):
         info = CheckpointInfo(
@@ -211,7 +212,6 @@ def record_checkpoints(lake: Path) -> list[str]:
                 parent_id=parent,
             ),
         )
-        record_checkpoint(lake, info)
-        ids.append(name)
+        events.append(control_event(CHECKPOINT, info.row(), "learner"))
         parent = name
-    return ids
+    return events

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api import create_app
-from pipelines import Lake
+from lake import Lake
 from tests.api.conftest import StoryLake
 
 pytestmark = pytest.mark.kafka
@@ -58,17 +58,14 @@ def test_tables_list_every_table_with_its_version_and_rows(client: TestClient, s
         "tasks",
         "checkpoints",
     }
-    assert {n: t["version"] for n, t in tables.items() if t["exists"]} == {
-        **story_lake.after_batch2,
-        "checkpoints": 1,
-    }
+    # every table is a projection of the log: each batch commits all eight
+    assert {n: t["version"] for n, t in tables.items() if t["exists"]} == story_lake.after_batch2
     assert tables["episodes"]["rows"] == 12
     assert tables["rewards"]["rows"] == 10 + 8  # v1 online (e11 and the open e10 unscored) + v2 re-judge
     assert tables["failures"]["rows"] == 8 + 5 + 1  # v1, v2 and the unjudged e11
     assert tables["quarantine"]["rows"] == 0
-    absent = {"name": "tasks", "exists": False, "version": None, "rows": None, "problems": []}
-    assert tables["tasks"] == absent
-    assert get(client, "/health") == {"status": "ok", "tables": 7, "damaged": [], "fix": None}
+    assert tables["tasks"]["exists"] and tables["tasks"]["rows"] == 0 and tables["checkpoints"]["rows"] == 2
+    assert get(client, "/health") == {"status": "ok", "tables": 8, "damaged": [], "fix": None}
 
 
 def test_episodes_are_newest_first_filtered_and_paged(client: TestClient, story_lake: StoryLake) -> None:
@@ -262,7 +259,7 @@ def test_time_travel_answers_from_the_earlier_versions(client: TestClient, story
     assert gone["detail"] == f"no episode '{e12}' in the episodes table at version {first['episodes']}"
     e2 = get(client, f"/episodes/{story_lake.story.id('e2')}", rewards_version=first["rewards"])
     assert [r["judge_version"] for r in e2["rewards"]] == ["v1"]
-    assert get(client, "/checkpoints", version=0)["total"] == 1
+    assert get(client, "/checkpoints", version=first["checkpoints"])["total"] == 1
     # The rewards table then had one version of the judge: nothing to compare yet.
     assert get(client, "/judges/tests/diff", 422, version=first["rewards"])["detail"] == (
         "judge 'tests' has no version seen before 'v1' (versions: v1): give from_version"
@@ -348,9 +345,12 @@ def test_checkpoints_newest_first_with_lineage(client: TestClient, story_lake: S
     assert child["table_versions"] == {"episodes": 2, "rewards": 2} and child["num_samples"] == 20
     chain = get(client, "/checkpoints/ck-child/lineage")
     assert [c["checkpoint_id"] for c in chain["chain"]] == ["ck-child", "ck-parent"]
-    assert chain["broken_at"] is None and chain["versions"] == {"checkpoints": 1}
-    # At version 0 the child did not exist yet.
-    assert get(client, "/checkpoints/ck-child/lineage", 404, version=0)["error"] == "not_found"
+    assert chain["broken_at"] is None and chain["versions"] == {
+        "checkpoints": story_lake.after_batch2["checkpoints"]
+    }
+    # After the first batch the child did not exist yet.
+    first = story_lake.after_batch1["checkpoints"]
+    assert get(client, "/checkpoints/ck-child/lineage", 404, version=first)["error"] == "not_found"
 
 
 def test_repeat_requests_are_served_from_the_cache_until_a_table_changes(

@@ -83,7 +83,8 @@ def test_records_of_every_size_reach_kafka_and_no_segment_goes_unacknowledged(
 def test_fifty_model_calls_of_real_llm_size_reach_the_events_table(
     fresh_broker: EmbeddedKafka, tmp_path: Path
 ) -> None:
-    from pipelines import Lake, PipelineConfig, run_once
+    from lake import Lake
+    from pipelines import PipelineConfig, run_once
 
     broker = fresh_broker
     broker.start()

@@ -12,7 +12,7 @@ import pytest
 from ingest.kafka_broker import EmbeddedKafka
 from ingest.recorder import EpisodeRecorder
 from judges import build_judge, load_task
-from learners.checkpoints import lineage_chain, load_checkpoint, record_checkpoint
+from learners.checkpoints import lineage_chain, load_checkpoint, publish_checkpoint
 from learners.dataset import DatasetSpec, load_samples
 from learners.trainer import TrainArgs, supervised_warm_start, train
 from pipelines import PipelineConfig, run_once
@@ -35,14 +35,16 @@ def world(
     """A topic, a lake, a starting checkpoint and a sandbox pool shared by the tests of this module."""
     root = tmp_path_factory.mktemp("loop")
     topic = f"t.loop.{random.getrandbits(32):08x}"
-    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 4}).ensure_topics()
+    learner = f"{topic}.learner"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 4, learner: 1}).ensure_topics()
     pairs = [(f'Write "{w}" reversed into answer.txt.\n', w[::-1]) for w in ("abc", "hello", "xyz", "qwer")]
     ckpt = supervised_warm_start(pairs, checkpoint_root=str(root / "ckpt"), steps=30, note="test start")
     rec = EpisodeRecorder.open(
         bootstrap=kafka.bootstrap, home=root, worker_id="t", topic=topic, delivery="inline"
     )
     with SandboxPool(local_backend, ROLLOUT_SPEC, max_size=1) as pool:
-        yield {"root": root, "topic": topic, "ckpt": ckpt, "rec": rec, "pool": pool, "kafka": kafka}
+        yield {"root": root, "topic": topic, "learner": learner, "ckpt": ckpt, "rec": rec, "pool": pool,
+               "kafka": kafka}  # fmt: skip
     rec.close()
 
 
@@ -61,7 +63,10 @@ def _episodes(world: dict[str, Any], ids: list[str], per_task: int, group: str) 
 
 def _fold(world: dict[str, Any]) -> None:
     cfg = PipelineConfig(
-        bootstrap=world["kafka"].bootstrap, lake_root=str(world["root"] / "lake"), topics=(world["topic"],)
+        bootstrap=world["kafka"].bootstrap,
+        lake_root=str(world["root"] / "lake"),
+        topics=(world["topic"], world["learner"]),
+        control_topics={"checkpoint": world["learner"]},
     )
     run_once(cfg)
 
@@ -123,8 +128,10 @@ def test_pinned_reads_exclusions_increments_training_and_lineage(world: dict[str
             and info.lineage.parent_id == world["ckpt"].checkpoint_id
         )
         assert set(weights) == set(load_checkpoint(world["ckpt"].path)[2])
-    record_checkpoint(lake, world["ckpt"])
-    record_checkpoint(lake, res.checkpoint)
+    # the checkpoints table is a projection of the log: published, then folded
+    for info in (world["ckpt"], res.checkpoint):
+        publish_checkpoint(world["kafka"].bootstrap, world["learner"], info)
+    _fold(world)
     chain = lineage_chain(lake, res.checkpoint.checkpoint_id)
     assert [c["checkpoint_id"] for c in chain] == [res.checkpoint.checkpoint_id, world["ckpt"].checkpoint_id]
     assert '"episodes"' in chain[0]["table_versions"] and chain[0]["judge_version"] == judge.version

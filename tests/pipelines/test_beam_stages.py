@@ -14,15 +14,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from kafka import KafkaProducer
 
 from ingest.kafka_broker import EmbeddedKafka
-from pipelines import (
-    AssembleEpisodes,
-    DedupEvents,
-    Lake,
-    OffsetRange,
-    ParseAndValidate,
-    ReadKafkaRanges,
-    WriteDelta,
-)
+from lake import Lake, OffsetRange
+from pipelines import AssembleEpisodes, DedupEvents, ParseAndValidate, ReadKafkaRanges, WriteDelta
 from pipelines.beam_stages import event_row, row_to_event
 from schemas import parse_event
 from tests.pipelines.factories import call, ended, model, result, reward, started, wire

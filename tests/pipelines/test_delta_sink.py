@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from pipelines import Lake, LakeError
+from lake import Lake, LakeError
 from pipelines.beam_stages import event_row
 from pipelines.projection import episode_row, fold_episode
 from schemas import TABLES, parse_event

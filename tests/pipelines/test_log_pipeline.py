@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from ingest.kafka_broker import EmbeddedKafka
-from pipelines import Lake, PipelineConfig, diff_lakes, replay, run_once
+from lake import Lake, diff_lakes
+from pipelines import PipelineConfig, replay, run_once
 from tests.pipelines.log_workload import Truth, make_workload, produce
 
 pytestmark = pytest.mark.kafka

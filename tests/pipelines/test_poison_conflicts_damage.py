@@ -16,7 +16,8 @@ import pytest
 from kafka import KafkaProducer
 
 from ingest.kafka_broker import EmbeddedKafka
-from pipelines import Lake, LakeDamagedError, PipelineConfig, diff_lakes, replay, run_once
+from lake import Lake, LakeDamagedError, diff_lakes
+from pipelines import PipelineConfig, replay, run_once
 from schemas import new_id
 from tests.pipelines.factories import T0, ended, ev, model, reward, started, wire
 
@@ -198,7 +199,7 @@ def test_a_damaged_lake_is_named_with_its_fix_everywhere(broker: EmbeddedKafka, 
 
 
 def test_damaged_data_files_and_an_empty_commit_are_found(broker: EmbeddedKafka, tmp_path: Path) -> None:
-    from pipelines.lake_check import check_lake, refuse_damaged
+    from lake.check import check_lake, refuse_damaged
 
     home = tmp_path / "home"
     send(broker.bootstrap, [(b"ep1", wire(d), 0) for d in (started("ep1"), model("ep1", 1), ended("ep1", 2))])

@@ -23,7 +23,8 @@ from ingest.log_reader import read_events
 from ingest.recorder import EpisodeRecorder
 from judges import load_task
 from judges.tasks import Task
-from pipelines import Lake, PipelineConfig, run_once
+from lake import Lake
+from pipelines import PipelineConfig, run_once
 from pipelines.rejudge import RejudgeError, RejudgeSelection, new_run_id, rejudge, run_epoch_ms
 from rollouts import ScriptedPolicy, run_episode
 from rollouts.runner import ROLLOUT_SPEC

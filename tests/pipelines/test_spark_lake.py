@@ -15,7 +15,8 @@ import pytest
 from deltalake import DeltaTable
 
 from ingest.kafka_broker import EmbeddedKafka
-from pipelines import Lake, LakeError, PipelineConfig, run_once
+from lake import Lake, LakeError
+from pipelines import PipelineConfig, run_once
 from pipelines.spark_lake import SparkLake
 from schemas.tables import PRIMARY_KEYS, TABLES
 from tests.conftest import free_port

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ingest.kafka_broker import EmbeddedKafka
-from pipelines import Lake
+from lake import Lake
 from tests.conftest import FIXTURES, free_port
 
 TRAJLAKE = str(Path(sys.executable).with_name("trajlake"))

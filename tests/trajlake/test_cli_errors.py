@@ -254,7 +254,7 @@ def test_doctor_reports_the_broker_with_its_fix_and_is_ready_when_it_runs(
 def test_doctor_names_a_missing_image_and_a_damaged_lake(
     sandbox_config: SandboxConfig, tmp_path: Path, reachable_tmp: Path
 ) -> None:
-    from pipelines import Lake
+    from lake import Lake
 
     lake = Lake(tmp_path / "lake")
     lake.ensure(["events"])
@@ -270,8 +270,13 @@ def test_doctor_names_a_missing_image_and_a_damaged_lake(
 # ---------------------------------------------------------------- admission and the demo
 
 
+@pytest.mark.kafka
 def test_admission_reasons_are_whole_and_json_gives_the_rows(
-    local_backend: SandboxBackend, base_image: str, sandbox_config: SandboxConfig, tmp_path: Path
+    local_backend: SandboxBackend,
+    base_image: str,
+    sandbox_config: SandboxConfig,
+    tmp_path: Path,
+    topics_env: dict[str, str],
 ) -> None:
     import shutil
 
@@ -280,7 +285,7 @@ def test_admission_reasons_are_whole_and_json_gives_the_rows(
     shutil.copy(WORDPLAY / "family.yaml", broken / "family.yaml")
     (broken / "wordplay-001" / "solution.sh").write_text("true\n")  # the reference no longer solves it
     env = {"TRAJLAKE_IMAGE_STORE": str(sandbox_config.image_store),
-           "TRAJLAKE_SANDBOX_RUNTIME_DIR": str(sandbox_config.runtime_dir)}  # fmt: skip
+           "TRAJLAKE_SANDBOX_RUNTIME_DIR": str(sandbox_config.runtime_dir), **topics_env}  # fmt: skip
     code, out = cli(tmp_path / "home", "tasks", "admit", str(broken), "--runs", "1", env=env)
     assert code == FAILED
     line = next(x for x in out.splitlines() if x.startswith("wordplay-001 rejected"))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from deltalake import DeltaTable
 
 from sandboxes import SandboxBackend, SandboxConfig
@@ -17,9 +18,12 @@ TRAJLAKE = str(Path(sys.executable).with_name("trajlake"))
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run(cfg: SandboxConfig, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run(
+    cfg: SandboxConfig, home: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
+        **(env or {}),
         "TRAJLAKE_HOME": str(home),
         "TRAJLAKE_SANDBOX_RUNTIME_DIR": str(cfg.runtime_dir),
         "TRAJLAKE_IMAGE_STORE": str(cfg.image_store),
@@ -48,12 +52,28 @@ def test_verify_passes_on_main_and_fails_when_behaviour_changes(
     assert "changed static/syntax-error-in-one-of-three-files: score 0.6667 -> 0.0000" in p.stderr
 
 
+@pytest.mark.kafka
 def test_admit_the_shipped_tasks_and_reject_a_broken_copy(
-    local_backend: SandboxBackend, base_image: str, sandbox_config: SandboxConfig, tmp_path: Path
+    local_backend: SandboxBackend,
+    base_image: str,
+    sandbox_config: SandboxConfig,
+    tmp_path: Path,
+    topics_env: dict[str, str],
 ) -> None:
     home = tmp_path / "home"
-    # wordplay's 48 tasks are admitted by the demo (and its test asserts 48/48); here the other two
-    p = run(sandbox_config, home, "tasks", "admit", "tasks/pyfix", "tasks/datawrangle", "--runs", "2")
+    # wordplay's 48 tasks are admitted by the demo (and its test asserts 48/48); here the other two.
+    # The results go to the log, and the command folds them into the tasks table (a projection).
+    p = run(
+        sandbox_config,
+        home,
+        "tasks",
+        "admit",
+        "tasks/pyfix",
+        "tasks/datawrangle",
+        "--runs",
+        "2",
+        env=topics_env,
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     rows = DeltaTable(str(home / "lake" / "tasks")).to_pyarrow_table().to_pylist()
     assert len(rows) == 43 and all(r["admitted"] and r["state_digest"] for r in rows)
@@ -63,8 +83,15 @@ def test_admit_the_shipped_tasks_and_reject_a_broken_copy(
     shutil.copytree(REPO / "tasks" / "pyfix" / "pyfix-002", broken / "pyfix-002")
     shutil.copy(REPO / "tasks" / "pyfix" / "family.yaml", broken / "family.yaml")
     (broken / "pyfix-002" / "solution.patch").write_text("")
-    p = run(sandbox_config, home, "tasks", "admit", str(broken))
+    p = run(sandbox_config, home, "tasks", "admit", str(broken), env=topics_env)
     assert p.returncode == 1
     assert "passes_reference" in p.stdout
     rows = {r["task_id"]: r for r in DeltaTable(str(home / "lake" / "tasks")).to_pyarrow_table().to_pylist()}
     assert rows["pyfix-002"]["admitted"] is False and rows["pyfix-002"]["reasons"]
+    # the table is what the log holds: a replay rebuilds it row for row
+    p = run(sandbox_config, home, "replay", "--into", str(tmp_path / "replayed"), env=topics_env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    p = run(
+        sandbox_config, home, "lake", "diff", str(home / "lake"), str(tmp_path / "replayed"), env=topics_env
+    )
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 
 from ingest import EpisodeRecorder
 from ingest.kafka_broker import EmbeddedKafka
-from pipelines import Lake
+from lake import Lake
 from schemas import TABLES
 from tests.trajlake.test_cli import TRAJLAKE, run
 

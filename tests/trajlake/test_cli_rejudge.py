@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ingest.kafka_broker import EmbeddedKafka
-from pipelines import Lake
+from lake import Lake
 from tests.trajlake.test_cli import run
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipelines.delta_sink import PIPELINE_TABLES, Lake
+from lake.store import PIPELINE_TABLES, Lake
 
 
 @dataclass

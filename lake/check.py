@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.delta_sink import PIPELINE_TABLES, Lake
+from lake.store import PIPELINE_TABLES, Lake
 from schemas.tables import TABLES
 
 REBUILD = "rebuild the lake from the log with `trajlake replay --into NEW_DIR`"
@@ -184,6 +184,13 @@ def _recent_app_ids(log_dir: Path, commits: int = 20) -> set[str]:
     return apps
 
 
+def recent_app_ids(lake: Lake, name: str, commits: int = 20) -> set[str]:
+    """The ``txn`` app ids of table ``name``'s newest commits (empty for a lake on an object store)."""
+    if "://" in lake.root:
+        return set()
+    return _recent_app_ids(Path(lake.uri(name)) / "_delta_log", commits)
+
+
 def check_lake(lake: Lake, tables: tuple[str, ...] = tuple(TABLES)) -> list[TableCheck]:
     """Check every table, then the pipeline tables' agreement on the offsets they committed."""
     checks = [check_table(lake, t) for t in tables]
@@ -211,7 +218,7 @@ def refuse_damaged(lake: Lake, tables: tuple[str, ...] = PIPELINE_TABLES) -> Non
     Raises:
         LakeDamagedError: a table's log is damaged.
     """
-    from pipelines.errors import LakeDamagedError
+    from lake.errors import LakeDamagedError
 
     for name in tables:
         log_dir = Path(lake.uri(name)) / "_delta_log"

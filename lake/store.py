@@ -26,18 +26,21 @@ from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.schema import Field as DeltaField
 
-from pipelines.errors import LakeDamagedError, LakeError, TableMissingError, VersionNotFoundError
+from lake.errors import LakeDamagedError, LakeError, TableMissingError, VersionNotFoundError
 from schemas.tables import PARTITION_COLUMNS, PRIMARY_KEYS, TABLES
 
 log = logging.getLogger(__name__)
 
-PIPELINE_TABLES = ("events", "quarantine", "episodes", "steps", "rewards", "failures")
-"""The tables the log pipeline writes."""
+PIPELINE_TABLES = ("events", "quarantine", "episodes", "steps", "rewards", "failures", "tasks", "checkpoints")
+"""The tables the log pipeline writes: every table of the lake, each a projection of the log."""
 
 CONFLICT_PREFIX = "conflict: event_id "
 """How a conflict's ``quarantine`` row's error starts (then the event id and a space)."""
 
 WriteMode = Literal["insert_new", "upsert", "replace_episodes"]
+
+TableHandle = DeltaTable
+"""An open table (delta-rs's ``DeltaTable``), as :meth:`Lake.table` returns it."""
 
 
 def app_id(pipeline: str, topic: str, partition: int) -> str:
@@ -150,7 +153,7 @@ class Lake:
 
     def _damaged(self, name: str, exc: BaseException) -> LakeError:
         """The error of a table that does not open: what is wrong with its log, and the fix."""
-        from pipelines.lake_check import REBUILD, check_table
+        from lake.check import REBUILD, check_table
 
         found = check_table(self, name)
         what = found.problems[0] if found.problems else str(exc).strip().splitlines()[0][:200]
@@ -181,7 +184,7 @@ class Lake:
             reader = QueryBuilder().register(name, dt).execute(sql)
             table = pa.table(reader)
         except Exception as exc:
-            from pipelines.lake_check import check_table
+            from lake.check import check_table
 
             if not check_table(self, name).ok:
                 raise self._damaged(name, exc) from exc
@@ -196,7 +199,9 @@ class Lake:
         if not event_ids or not self.exists("events"):
             return pa.Table.from_pylist([], TABLES["events"])
         return self.read(
-            "events", version=version, where="event_id IN (" + ", ".join(_sql(e) for e in event_ids) + ")"
+            "events",
+            version=version,
+            where="event_id IN (" + ", ".join(sql_literal(e) for e in event_ids) + ")",
         )
 
     def read_conflicts(self, event_ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -206,7 +211,8 @@ class Lake:
         out: list[dict[str, Any]] = []
         for i in range(0, len(event_ids), 500):
             scope = " OR ".join(
-                f"starts_with(error, {_sql(CONFLICT_PREFIX + e + ' ')})" for e in event_ids[i : i + 500]
+                f"starts_with(error, {sql_literal(CONFLICT_PREFIX + e + ' ')})"
+                for e in event_ids[i : i + 500]
             )
             out += self.read("quarantine", where=scope).to_pylist()
         return out
@@ -216,7 +222,9 @@ class Lake:
         if not episode_ids:
             return pa.Table.from_pylist([], TABLES["events"])
         return self.read(
-            "events", version=version, where="episode_id IN (" + ", ".join(_sql(e) for e in episode_ids) + ")"
+            "events",
+            version=version,
+            where="episode_id IN (" + ", ".join(sql_literal(e) for e in episode_ids) + ")",
         )
 
     def versions(self) -> dict[str, int]:
@@ -230,6 +238,12 @@ class Lake:
             except Exception as exc:
                 raise self._damaged(name, exc) from exc
         return out
+
+    def read_pinned(self, name: str, version: int | None = None) -> tuple[pa.Table, int]:
+        """The whole table at ``version`` (default: the current one) and the version read."""
+        if version is None:
+            version = int(self.table(name).version())
+        return self.read(name, version=version), version
 
     def row_count(self, name: str, version: int | None = None) -> int:
         """Rows of ``name`` from the file statistics in the Delta log (no data read).
@@ -285,12 +299,14 @@ class Lake:
         if replacing:
             if name == "events":
                 scope = " OR ".join(
-                    f"(event_id = {_sql(i)} AND event_date = '{d}')" for i, d in sorted(replacing)
+                    f"(event_id = {sql_literal(i)} AND event_date = '{d}')" for i, d in sorted(replacing)
                 )
             else:
                 cols = PRIMARY_KEYS[name]
                 scope = " OR ".join(
-                    "(" + " AND ".join(f'"{c}" = {_sql(v)}' for c, v in zip(cols, key, strict=True)) + ")"
+                    "("
+                    + " AND ".join(f'"{c}" = {sql_literal(v)}' for c, v in zip(cols, key, strict=True))
+                    + ")"
                     for key in sorted(replacing)
                 )
             self.table(name).delete(scope)
@@ -340,7 +356,7 @@ class Lake:
         before = dt.version()
         predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
         if mode == "replace_episodes" and episodes:
-            scope = "t.episode_id IN (" + ", ".join(_sql(e) for e in sorted(set(episodes))) + ")"
+            scope = "t.episode_id IN (" + ", ".join(sql_literal(e) for e in sorted(set(episodes))) + ")"
             (
                 dt.merge(
                     source=data,
@@ -377,7 +393,65 @@ class Lake:
             )
 
 
-def _sql(value: Any) -> str:
+def sql_literal(value: Any) -> str:
+    """``value`` as a SQL literal for delta-rs predicates and queries (a string quoted, quotes doubled)."""
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     return str(value)
+
+
+def consistent_versions(
+    lake: Lake, tables: Sequence[str], *, apps: Sequence[str] | None = None, max_back: int = 64
+) -> dict[str, int]:
+    """Versions of ``tables`` that hold the same Kafka offsets: a consistent snapshot of several tables.
+
+    One micro-batch commits every pipeline table with the same ``txn`` actions,
+    one table after another; a reader that opens each table's latest version
+    while a batch commits can see ``episodes`` from batch N beside ``rewards``
+    from batch N-1. This picks, for each table, the newest version whose
+    offsets equal those of the least advanced table (walking back at most
+    ``max_back`` versions).
+
+    Args:
+        lake: the lake.
+        tables: the tables read together.
+        apps: the ``txn`` app ids to compare (default: those of the tables' recent commits).
+        max_back: most versions walked back per table.
+
+    Raises:
+        LakeError: the tables hold no common offsets within ``max_back`` versions.
+    """
+    handles = {t: lake.table(t) for t in tables}
+    if apps is None:
+        from lake.check import recent_app_ids
+
+        found: set[str] = set()
+        for t in tables:
+            found |= recent_app_ids(lake, t)
+        apps = sorted(found)
+    if not apps:
+        return {t: int(h.version()) for t, h in handles.items()}
+
+    def position(h: DeltaTable) -> tuple[int, ...]:
+        return tuple(-1 if (v := h.transaction_version(a)) is None else int(v) for a in apps)
+
+    positions = {t: position(h) for t, h in handles.items()}
+    target = tuple(min(p[i] for p in positions.values()) for i in range(len(apps)))
+    out: dict[str, int] = {}
+    for t, h in handles.items():
+        version = int(h.version())
+        steps = 0
+        while positions[t] != target:
+            steps += 1
+            if version == 0 or steps > max_back:
+                at = dict(zip(apps, target, strict=True))
+                raise LakeError(
+                    f"tables {', '.join(tables)} of the lake at {lake.root} hold no common Kafka offsets "
+                    f"({t} is at none of {at} in its last {max_back} versions); "
+                    "`trajlake lake check` shows which table is behind"
+                )
+            version -= 1
+            h.load_as_version(version)
+            positions[t] = position(h)
+        out[t] = version
+    return out

@@ -1,0 +1,184 @@
+"""Control streams: the log's record of what is not an episode (checkpoints, task admissions).
+
+A control stream is a sequence of ``annotation`` events whose ``episode_id``
+names the row they describe: ``checkpoint:<checkpoint_id>`` on the learner's
+topic, ``task:<task_id>@<version>`` on the tasks topic. The annotation's value
+is the whole row of the ``checkpoints`` or ``tasks`` table (timestamps as ISO
+8601 strings), so those tables are projections of the log like every other:
+the pipeline folds each stream into its row (the latest event wins), and a
+replay rebuilds them.
+
+:func:`control_event` writes such an event; :func:`control_row` reads one back
+into its table row, checking it against the table's schema and its stream id,
+and raises :class:`~schemas.errors.SchemaError` otherwise (the pipeline
+quarantines it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from schemas.errors import SchemaError
+from schemas.events import Annotation, AnnotationPayload, EventBase, Producer
+from schemas.ids import new_id
+from schemas.tables import TABLES
+
+
+@dataclass(frozen=True)
+class ControlStream:
+    """One kind of control stream and the table it projects to."""
+
+    kind: str
+    """The ``episode_id`` prefix before ``:``."""
+    table: str
+    """The table each stream is a row of."""
+    key: str
+    """The annotation's ``key``."""
+    author: str
+    """The annotation's ``author`` (who may write such a stream)."""
+    stream_of: Callable[[Mapping[str, Any]], str]
+    """The stream id of a row (``<kind>:<row id>``)."""
+
+
+CHECKPOINT = ControlStream(
+    kind="checkpoint",
+    table="checkpoints",
+    key="checkpoint",
+    author="learner",
+    stream_of=lambda row: f"checkpoint:{row['checkpoint_id']}",
+)
+TASK = ControlStream(
+    kind="task",
+    table="tasks",
+    key="task_admission",
+    author="admission",
+    stream_of=lambda row: f"task:{row['task_id']}@{row['version']}",
+)
+STREAMS: dict[str, ControlStream] = {s.kind: s for s in (CHECKPOINT, TASK)}
+"""Control streams by kind."""
+CONTROL_TABLES = tuple(s.table for s in STREAMS.values())
+"""The tables folded from control streams."""
+
+
+def stream_kind(episode_id: str) -> ControlStream | None:
+    """The control stream ``episode_id`` belongs to, or ``None`` for an episode."""
+    kind, sep, _ = episode_id.partition(":")
+    return STREAMS.get(kind) if sep else None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    return value
+
+
+def control_event(stream: ControlStream, row: Mapping[str, Any], worker_id: str) -> Annotation:
+    """The annotation event that records ``row`` of ``stream.table``.
+
+    Raises:
+        SchemaError: the row does not fit the table (checked before anything is sent).
+    """
+    value = {k: _jsonable(v) for k, v in row.items()}
+    event = Annotation(
+        event_id=new_id(),
+        episode_id=stream.stream_of(row),
+        seq=0,
+        ts=dt.datetime.now(dt.UTC),
+        producer=Producer.here(worker_id),
+        payload=AnnotationPayload(key=stream.key, value=value, author=stream.author),
+    )
+    control_row(event)  # the same check the pipeline makes: never publish a row it would quarantine
+    return event
+
+
+def _cell(name: str, type_: pa.DataType, value: Any) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_timestamp(type_):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be an ISO 8601 string")
+        parsed = dt.datetime.fromisoformat(value)
+        if parsed.tzinfo is None:
+            raise ValueError(f"{name} must carry a time zone")
+        return parsed
+    if pa.types.is_boolean(type_):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false")
+        return value
+    if pa.types.is_integer(type_):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be an integer")
+        return value
+    if pa.types.is_floating(type_):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number")
+        return float(value)
+    if pa.types.is_string(type_):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be a string")
+        return value
+    if pa.types.is_list(type_):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{name} must be a list of strings")
+        return list(value)
+    raise ValueError(f"{name} has a type control streams do not carry ({type_})")
+
+
+def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
+    """The table row a control stream's event records.
+
+    Raises:
+        SchemaError: ``event`` is not a control stream's event, or its value is
+            not a row of the stream's table whose id is the stream's.
+    """
+    stream = stream_kind(event.episode_id)
+    if stream is None:
+        raise SchemaError(
+            f"{event.episode_id!r} is not a control stream (checkpoint:... or task:...)",
+            [("episode_id", "not a control stream")],
+        )
+    where = f"control stream {event.episode_id[:120]!r}"
+    if not isinstance(event, Annotation):
+        kind = getattr(event, "type", type(event).__name__)
+        raise SchemaError(f"{where} holds a {kind} event; only annotations", [("type", "not annotation")])
+    p = event.payload
+    if p.key != stream.key or p.author != stream.author:
+        raise SchemaError(
+            f"{where} takes annotations with key {stream.key!r} by {stream.author!r}, not {p.key!r} by "
+            f"{p.author!r}",
+            [("payload.key", "wrong key or author")],
+        )
+    if not isinstance(p.value, dict):
+        raise SchemaError(
+            f"{where}: the value must be a row of {stream.table}", [("payload.value", "not a row")]
+        )
+    schema = TABLES[stream.table]
+    unknown = sorted(set(p.value) - set(schema.names))
+    if unknown:
+        raise SchemaError(
+            f"{where}: {stream.table} has no column {unknown[0]!r}",
+            [(f"payload.value.{unknown[0]}", "unknown")],
+        )
+    row: dict[str, Any] = {}
+    errors: list[tuple[str, str]] = []
+    for f in schema:
+        try:
+            row[f.name] = _cell(f.name, f.type, p.value.get(f.name))
+        except ValueError as exc:
+            errors.append((f"payload.value.{f.name}", str(exc)))
+            continue
+        if row[f.name] is None and not f.nullable:
+            errors.append((f"payload.value.{f.name}", "required"))
+    if errors:
+        raise SchemaError(f"{where}: not a row of {stream.table}: {errors[0][0]}: {errors[0][1]}", errors)
+    if stream.stream_of(row) != event.episode_id:
+        raise SchemaError(
+            f"{where} holds the row of {stream.stream_of(row)!r}", [("episode_id", "not the row's stream")]
+        )
+    return stream, row
