@@ -64,6 +64,8 @@ class Sample:
     prompt_ids: list[int]
     completion_ids: list[int]
     behaviour_logprobs: list[float]
+    temperature: float = 1.0
+    """The temperature the completion was sampled at (the learner scores it at the same one)."""
 
 
 @dataclass
@@ -97,64 +99,162 @@ def pinned_versions(lake: str, versions: dict[str, int] | None = None) -> dict[s
     return {**found, **{n: int(v) for n, v in (versions or {}).items() if n in TABLES_READ}}
 
 
-def load_samples(spec: DatasetSpec) -> SampleSet:
-    """Read the samples the spec describes at pinned versions."""
-    lk = Lake(spec.lake)
-    versions = pinned_versions(spec.lake, spec.versions)
-    tables = {name: lk.read(name, version=versions[name]) for name in TABLES_READ}
-    skipped: Counter[str] = Counter()
+@dataclass(frozen=True)
+class _Sampling:
+    temperature: float
+    problem: str | None
+    """Why the learner cannot score this episode's samples under their sampling distribution."""
 
+
+def _sampling(payload: dict[str, Any]) -> _Sampling:
+    """The transform the episode's completions were drawn with, from its ``episode_started`` payload."""
+    sp = payload.get("sampling") or {}
+    extra = sp.get("extra") or {}
+    t = sp.get("temperature")
+    if extra.get("greedy"):
+        return _Sampling(1.0, "greedy_decoding")  # a deterministic choice has no behaviour probability
+    if t is not None and not t > 0:
+        return _Sampling(1.0, "greedy_decoding")  # temperature 0 is greedy decoding
+    top_p, top_k = sp.get("top_p"), extra.get("top_k")
+    if (top_p is not None and top_p < 1.0) or (top_k is not None and top_k > 0):
+        return _Sampling(1.0, "unsupported_sampling")  # truncated distributions are not rescored here
+    return _Sampling(float(t) if t is not None else 1.0, None)
+
+
+def _trainable(
+    episodes: pa.Table,
+    rewards: pa.Table,
+    spec: DatasetSpec,
+    judge_version: str | None,
+    skipped: Counter[str] | None = None,
+) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+    """The episodes a learner may train on in one snapshot, with their scores.
+
+    An episode is trainable when it passes the spec's filters, ended with a
+    learnable status, is complete, and the chosen judge version scored it with
+    a verdict other than ``error``; a group is trainable only whole: while one
+    of its episodes is not (yet) complete or scored, the group waits.
+    """
+    count = skipped if skipped is not None else Counter()
     cols = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status", "completeness")
-    ep_table = tables["episodes"].select(list(cols))
-    episodes = {
-        row[0]: dict(zip(cols, row, strict=True))
-        for row in zip(*(ep_table.column(c).to_pylist() for c in cols), strict=True)
-    }
-    seen: set[str] = set()
-    if spec.since and "episodes" in spec.since:
-        old = lk.read("episodes", version=spec.since["episodes"])
-        seen = set(old.column("episode_id").to_pylist())
+    ep_table = episodes.select(list(cols))
+    rows = [dict(zip(cols, r, strict=True)) for r in zip(*(ep_table.column(c).to_pylist() for c in cols))]
+    scored: dict[str, tuple[float, str]] = {}
+    r = rewards.filter(pc.equal(rewards.column("judge_name"), spec.judge_name))
+    for eid, version, value, verdict in zip(
+        r.column("episode_id").to_pylist(), r.column("judge_version").to_pylist(),
+        r.column("score").to_pylist(), r.column("verdict").to_pylist(), strict=True,
+    ):  # fmt: skip
+        if version == judge_version:
+            scored[eid] = (float(value), verdict)
     keep: dict[str, dict[str, Any]] = {}
-    for eid, ep in episodes.items():
-        if eid in seen:
-            continue
+    score: dict[str, float] = {}
+    pending_groups: set[str] = set()
+    for ep in rows:
         if spec.task_ids is not None and ep["task_id"] not in spec.task_ids:
             continue
         if spec.families is not None and ep["task_family"] not in spec.families:
             continue
         if spec.policy_versions is not None and ep["policy_version"] not in spec.policy_versions:
             continue
+        group = ep["group_id"] or ep["episode_id"]
+        if ep["completeness"] != "complete" or ep["status"] == "open":
+            pending_groups.add(group)  # the group is trained once it is whole
+            count["incomplete"] += 1
+            continue
         if ep["status"] not in LEARNABLE:
-            skipped[f"status:{ep['status']}"] += 1
+            count[f"status:{ep['status']}"] += 1
             continue
-        if ep["completeness"] != "complete":
-            skipped["incomplete"] += 1
+        if ep["episode_id"] not in scored:
+            pending_groups.add(group)
+            count["no_reward"] += 1
             continue
-        keep[eid] = ep
+        value, verdict = scored[ep["episode_id"]]
+        if verdict == "error":
+            count["reward_error"] += 1  # the judge failed: no signal about the policy
+            continue
+        keep[ep["episode_id"]] = ep
+        score[ep["episode_id"]] = value
+    for eid in [e for e, ep in keep.items() if (ep["group_id"] or e) in pending_groups]:
+        count["group_waiting"] += 1
+        del keep[eid], score[eid]
+    return keep, score
 
-    rewards = tables["rewards"].filter(pc.equal(tables["rewards"].column("judge_name"), spec.judge_name))
+
+def load_samples(spec: DatasetSpec) -> SampleSet:
+    """Read the samples the spec describes at pinned versions (one consistent snapshot).
+
+    With ``spec.since`` (the versions the parent checkpoint was trained on),
+    exactly the episodes that became trainable since are read: an episode that
+    was open, unscored or waiting for its group then is trained on now, once.
+    Every exclusion is counted by reason in ``skipped``.
+    """
+    lk = Lake(spec.lake)
+    versions = pinned_versions(spec.lake, spec.versions)
+    tables = {name: lk.read(name, version=versions[name]) for name in TABLES_READ}
+    skipped: Counter[str] = Counter()
+
     judge_version = spec.judge_version
+    rewards = tables["rewards"].filter(pc.equal(tables["rewards"].column("judge_name"), spec.judge_name))
     if judge_version is None and rewards.num_rows:
-        in_scope = [v for e, v in zip(rewards.column("episode_id").to_pylist(),
-                                      rewards.column("judge_version").to_pylist()) if e in keep]  # fmt: skip
+        # the version most of the rewards of the episodes in scope carry
+        eps = tables["episodes"]
+        scope = {
+            e
+            for e, t, f, pv in zip(
+                eps.column("episode_id").to_pylist(),
+                eps.column("task_id").to_pylist(),
+                eps.column("task_family").to_pylist(),
+                eps.column("policy_version").to_pylist(),
+                strict=True,
+            )  # fmt: skip
+            if (spec.task_ids is None or t in spec.task_ids)
+            and (spec.families is None or f in spec.families)
+            and (spec.policy_versions is None or pv in spec.policy_versions)
+        }
+        in_scope = [
+            v
+            for e, v in zip(
+                rewards.column("episode_id").to_pylist(),
+                rewards.column("judge_version").to_pylist(),
+                strict=True,
+            )
+            if e in scope
+        ]
         judge_version = Counter(in_scope).most_common(1)[0][0] if in_scope else None
-    score: dict[str, float] = {}
-    for eid, version, value in zip(
-        rewards.column("episode_id").to_pylist(),
-        rewards.column("judge_version").to_pylist(),
-        rewards.column("score").to_pylist(),
-        strict=True,
-    ):
-        if version == judge_version and eid in keep:
-            score[eid] = float(value)
+    keep, score = _trainable(tables["episodes"], tables["rewards"], spec, judge_version, skipped)
+    if spec.since and "episodes" in spec.since:
+        before_eps = lk.read("episodes", version=spec.since["episodes"])
+        before_rw = (
+            lk.read("rewards", version=spec.since["rewards"])
+            if "rewards" in spec.since
+            else tables["rewards"].slice(0, 0)
+        )
+        trained, _ = _trainable(before_eps, before_rw, spec, judge_version)
+        for eid in list(keep):
+            if eid in trained:
+                del keep[eid], score[eid]
 
-    steps = tables["steps"].filter(pc.equal(tables["steps"].column("type"), "model_call"))
+    steps = tables["steps"].filter(
+        pc.is_in(tables["steps"].column("type"), pa.array(["episode_started", "model_call"]))
+    )
     steps = steps.filter(pc.is_in(steps.column("episode_id"), pa.array(list(keep), type=pa.string())))
+    sampling: dict[str, _Sampling] = {}
+    calls: list[tuple[str, bytes]] = []
+    for eid, kind, raw in zip(
+        steps.column("episode_id").to_pylist(), steps.column("type").to_pylist(),
+        steps.column("payload").to_pylist(), strict=True,
+    ):  # fmt: skip
+        if kind == "episode_started":
+            sampling[eid] = _sampling(orjson.loads(raw))
+        else:
+            calls.append((eid, raw))
     samples: list[Sample] = []
     # column-wise, and orjson for the payloads: this loop is the learner's read path
-    for eid, raw in zip(steps.column("episode_id").to_pylist(), steps.column("payload").to_pylist()):
-        if eid not in score:
-            skipped["no_reward"] += 1
+    for eid, raw in calls:
+        how = sampling.get(eid, _Sampling(1.0, None))
+        if how.problem is not None:
+            skipped[how.problem] += 1
             continue
         payload = orjson.loads(raw)
         prompt, completion, logprobs = (
@@ -176,12 +276,37 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
                 prompt_ids=prompt,
                 completion_ids=completion,
                 behaviour_logprobs=logprobs,
+                temperature=how.temperature,
             )
         )
     samples.sort(key=lambda s: (s.group_id, s.episode_id))
     return SampleSet(
         samples, versions, spec.judge_name, judge_version, len({s.episode_id for s in samples}), skipped
     )
+
+
+def episode_advantages(samples: Sequence[Sample]) -> np.ndarray:
+    """Group-relative advantage per sample, with the group statistics taken over *episodes*.
+
+    An episode with several model calls is one member of its group (its reward
+    counts once in the group's mean and std); each of its samples gets the
+    episode's advantage.
+    """
+    if not samples:
+        return np.zeros(0, dtype=np.float64)
+    order: dict[str, int] = {}
+    rewards: list[float] = []
+    groups: list[str] = []
+    for s in samples:
+        if s.episode_id not in order:
+            order[s.episode_id] = len(order)
+            rewards.append(s.reward)
+            groups.append(s.group_id)
+    index: dict[str, int] = {}
+    per_episode = group_advantages_np(
+        np.array(rewards, dtype=np.float64), np.array([index.setdefault(g, len(index)) for g in groups])
+    )
+    return np.array([per_episode[order[s.episode_id]] for s in samples], dtype=np.float64)
 
 
 def group_indices(samples: Sequence[Sample]) -> np.ndarray:
@@ -191,9 +316,10 @@ def group_indices(samples: Sequence[Sample]) -> np.ndarray:
 
 
 def collate(samples: Sequence[Sample], advantages: np.ndarray, max_len: int) -> dict[str, np.ndarray]:
-    """Right-padded arrays of a batch: ``input_ids``, ``completion_mask``, ``old_logp``, ``advantages``.
+    """Right-padded arrays of a batch (``input_ids``, ``completion_mask``, ``old_logp``, ``advantages``, ...).
 
-    ``old_logp[t]`` is the behaviour log-probability of ``input_ids[t]`` (completion positions only).
+    ``old_logp[t]`` is the behaviour log-probability of ``input_ids[t]`` (completion positions only);
+    ``temperature[i]`` the one row ``i`` was sampled at.
     """
     rows = [(s.prompt_ids + s.completion_ids)[:max_len] for s in samples]
     width = max(len(r) for r in rows)
@@ -213,6 +339,7 @@ def collate(samples: Sequence[Sample], advantages: np.ndarray, max_len: int) -> 
         "completion_mask": mask,
         "old_logp": old,
         "advantages": advantages.astype(np.float32),
+        "temperature": np.array([s.temperature for s in samples], dtype=np.float32),
     }
 
 
@@ -229,8 +356,7 @@ class Batches:
         self.batch_size = batch_size
         self.max_len = max_len
         self.rng = np.random.default_rng(seed)
-        rewards = np.array([s.reward for s in self.samples], dtype=np.float64)
-        self.advantages = group_advantages_np(rewards, group_indices(self.samples))
+        self.advantages = episode_advantages(self.samples)
         self.arrays = collate(self.samples, self.advantages, max_len) if self.samples else {}
         # per row, the width actually used, so a minibatch is trimmed to its longest row
         self.widths = (
@@ -239,6 +365,16 @@ class Batches:
 
     def __len__(self) -> int:
         return (len(self.samples) + self.batch_size - 1) // self.batch_size
+
+    def add_column(self, name: str, values: np.ndarray) -> None:
+        """A per-row array (``[N]`` or ``[N, T]`` in the padded layout) that minibatches carry from now on."""
+        self.arrays[name] = values
+
+    def ordered(self) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
+        """Every row once, in order, as ``(row indices, minibatch)`` (for passes that fill a column)."""
+        for i in range(0, len(self.samples), self.batch_size):
+            idx = np.arange(i, min(i + self.batch_size, len(self.samples)))
+            yield idx, self._rows(idx)
 
     def _rows(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         width = int(self.widths[idx].max())

@@ -159,18 +159,22 @@ def _token_logprobs(logits: jax.Array, targets: jax.Array) -> jax.Array:
 
 @partial(jax.jit, static_argnames=("cfg",))
 def _sequence_logprobs(
-    params: Params, input_ids: jax.Array, completion_mask: jax.Array, cfg: ModelConfig
+    params: Params, input_ids: jax.Array, completion_mask: jax.Array, temperature: jax.Array, cfg: ModelConfig
 ) -> jax.Array:
-    logits = _forward(params, input_ids, cfg)
+    logits = _forward(params, input_ids, cfg) / temperature[:, None, None]
     logp = _token_logprobs(logits[:, :-1], input_ids[:, 1:])
     logp = jnp.where(completion_mask[:, 1:] != 0, logp, 0.0)
     return jnp.pad(logp, ((0, 0), (1, 0)))
 
 
 def sequence_logprobs(
-    params: Params, input_ids: jax.Array, completion_mask: jax.Array, cfg: ModelConfig
+    params: Params,
+    input_ids: jax.Array,
+    completion_mask: jax.Array,
+    cfg: ModelConfig,
+    temperature: jax.Array | float | None = None,
 ) -> jax.Array:
-    """Log-probabilities of the completion tokens under the model (jitted, differentiable in ``params``).
+    """Log-probabilities of the completion tokens under the sampling distribution (jitted, differentiable).
 
     Args:
         params: the parameters.
@@ -178,14 +182,16 @@ def sequence_logprobs(
         completion_mask: ``[B, T]`` float or bool, nonzero where ``input_ids`` holds a completion token.
             Position 0 has no preceding logits and is never scored.
         cfg: the model's sizes.
+        temperature: the temperature each row was sampled at (``[B]`` or one number; ``None``: 1):
+            the score is ``log_softmax(logits / T)``, the distribution :func:`generate` drew from.
 
     Returns:
-        ``[B, T]`` float32: ``log p(input_ids[:, t] | input_ids[:, :t])`` (from the logits at ``t - 1``)
+        ``[B, T]`` float32: ``log p_T(input_ids[:, t] | input_ids[:, :t])`` (from the logits at ``t - 1``)
         where the mask is nonzero, 0 elsewhere (and always 0 at position 0).
     """
-    logp: jax.Array = _sequence_logprobs(
-        params, jnp.asarray(input_ids, dtype=jnp.int32), jnp.asarray(completion_mask), cfg
-    )
+    ids = jnp.asarray(input_ids, dtype=jnp.int32)
+    t = jnp.broadcast_to(jnp.asarray(1.0 if temperature is None else temperature, jnp.float32), ids.shape[:1])
+    logp: jax.Array = _sequence_logprobs(params, ids, jnp.asarray(completion_mask), t, cfg)
     return logp
 
 

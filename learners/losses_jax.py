@@ -52,12 +52,16 @@ def policy_loss(
     clip_eps: float = 0.2,
     ref_logp: jax.Array | None = None,
     kl_coef: float = 0.0,
+    is_weights: jax.Array | None = None,
+    dual_clip: float | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """The clipped, importance-weighted policy-gradient loss (GRPO-style), token-mean over the mask.
 
     Per token, with ``ratio = exp(new_logp - old_logp)``::
 
-        pg_t = -min(ratio * A, clip(ratio, 1 - clip_eps, 1 + clip_eps) * A)
+        obj_t = min(ratio * A, clip(ratio, 1 - clip_eps, 1 + clip_eps) * A)
+        obj_t = max(obj_t, dual_clip * A)         if A < 0 and dual_clip is set (dual-clip PPO)
+        pg_t = -obj_t * w_t                       w_t: the rollout-correction weight (1 without)
         kl_t = exp(ref_logp - new_logp) - (ref_logp - new_logp) - 1        (k3 estimator)
         pg   = sum(pg_t * mask) / max(sum(mask), 1)            (kl likewise)
         loss = pg + kl_coef * kl
@@ -74,6 +78,10 @@ def policy_loss(
         ref_logp: ``[B, T]`` log-probabilities under the reference policy (no gradient); the KL term is 0
             without it.
         kl_coef: weight of the KL term.
+        is_weights: ``[B, T]`` per-token importance weights of the behaviour policy against the
+            proximal one (truncated by the caller; no gradient), as in decoupled PPO.
+        dual_clip: the dual-clip bound ``c > 1`` (Ye et al. 2020, "Mastering Complex Control in MOBA
+            Games with Deep RL"): for negative advantages the objective is at least ``c * A``.
 
     Returns:
         ``(loss, metrics)``: the scalar loss, and 0-d arrays (gradient stopped) ``pg_loss``, ``kl``,
@@ -89,7 +97,12 @@ def policy_loss(
     ratio = jnp.exp(log_ratio)
     adv = jax.lax.stop_gradient(jnp.asarray(advantages).astype(dtype))[:, None]
     clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
-    pg_t = -jnp.minimum(ratio * adv, clipped * adv)
+    obj = jnp.minimum(ratio * adv, clipped * adv)
+    if dual_clip is not None:  # a stale sample with A < 0 and a huge ratio cannot dominate the batch
+        obj = jnp.where(adv < 0, jnp.maximum(obj, dual_clip * adv), obj)
+    pg_t = -obj
+    if is_weights is not None:
+        pg_t = pg_t * jax.lax.stop_gradient(jnp.asarray(is_weights).astype(dtype))
     pg = (pg_t * m).sum() / denom
     if ref_logp is not None:
         d = jnp.where(on, jax.lax.stop_gradient(ref_logp) - new_logp, 0.0)

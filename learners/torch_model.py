@@ -197,21 +197,29 @@ def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
 
 
 def sequence_logprobs(
-    model: nn.Module, input_ids: torch.Tensor, completion_mask: torch.Tensor
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    temperature: torch.Tensor | float | None = None,
 ) -> torch.Tensor:
-    """Log-probabilities of the completion tokens under the model (differentiable).
+    """Log-probabilities of the completion tokens under the model's sampling distribution (differentiable).
 
     Args:
         model: :class:`TinyLM` or any module mapping ids ``[B, T]`` to logits ``[B, T, V]``.
         input_ids: ``[B, T]`` long: prompt followed by completion, right-padded with PAD.
         completion_mask: ``[B, T]`` float or bool, nonzero where ``input_ids`` holds a completion token.
             Position 0 has no preceding logits and is never scored.
+        temperature: the temperature each row was sampled at (``[B]`` or one number; ``None``: 1), so
+            the score is ``log_softmax(logits / T)``, the distribution :func:`generate` drew from.
 
     Returns:
-        ``[B, T]`` float32: ``log p(input_ids[:, t] | input_ids[:, :t])`` (from the logits at ``t - 1``)
+        ``[B, T]`` float32: ``log p_T(input_ids[:, t] | input_ids[:, :t])`` (from the logits at ``t - 1``)
         where the mask is nonzero, 0 elsewhere (and always 0 at position 0).
     """
     logits = model(input_ids)
+    if temperature is not None:
+        t = torch.as_tensor(temperature, dtype=torch.float32, device=logits.device)
+        logits = logits.float() / (t.view(-1, 1, 1) if t.dim() else t)
     logp = _token_logprobs(logits[:, :-1], input_ids[:, 1:])
     scored = completion_mask[:, 1:].to(device=logp.device) != 0
     logp = torch.where(scored, logp, torch.zeros_like(logp))

@@ -56,7 +56,12 @@ class TrainArgs:
     lr: float = 3e-4
     """Adam learning rate."""
     clip_eps: float = 0.2
-    """PPO-style ratio clip."""
+    """PPO-style ratio clip (around the proximal policy: the parameters at the start of this step)."""
+    dual_clip: float | None = 3.0
+    """Dual-clip bound for negative advantages (Ye et al. 2020), so a stale sample's loss stays bounded."""
+    tis_cap: float = 2.0
+    """Truncation of the rollout-correction weight ``pi_prox / pi_behaviour`` per token (token-level
+    truncated IS, as verl's rollout correction; the decoupled objective of AReaL)."""
     kl_coef: float = 0.0
     """Weight of the KL penalty to the parent policy (0: none)."""
     max_grad_norm: float = 1.0
@@ -86,6 +91,36 @@ def _load_start(args: TrainArgs) -> tuple[ModelConfig, dict[str, np.ndarray] | N
         info, cfg, weights = load_checkpoint(args.parent)
         return cfg, weights, info
     return ModelConfig.from_dict(args.model) if args.model else ModelConfig(), None, None
+
+
+def rollout_correction(
+    prox_logp: np.ndarray, behaviour_logp: np.ndarray, mask: np.ndarray, cap: float
+) -> tuple[np.ndarray, dict[str, float]]:
+    """Truncated importance weights ``min(exp(prox - behaviour), cap)`` per token, and the mismatch.
+
+    ``prox_logp`` is the learner's own log-probability of each sampled token with the parameters
+    the step starts from (under the same sampling transform), ``behaviour_logp`` what the sampler
+    recorded. When the two agree (one model, one transform, one precision) every weight is 1 and
+    the objective is plain PPO against the behaviour policy; when they do not (bf16 training
+    against fp32 sampling, another inference engine, a lagging policy), the weights correct the
+    gradient and the mismatch is reported.
+
+    Returns:
+        ``(weights [N, T], metrics)``: ``logp_mismatch_mean`` / ``logp_mismatch_max`` (absolute
+        difference over completion tokens), ``tis_weight_mean`` and ``tis_truncated_frac``.
+    """
+    on = mask != 0
+    diff = np.where(on, prox_logp - behaviour_logp, 0.0)
+    raw = np.exp(np.clip(diff, -50.0, 50.0))
+    weights = np.where(on, np.minimum(raw, cap), 0.0).astype(np.float32)
+    n = max(int(on.sum()), 1)
+    metrics = {
+        "logp_mismatch_mean": float(np.abs(diff).sum() / n),
+        "logp_mismatch_max": float(np.abs(diff).max()) if on.any() else 0.0,
+        "tis_weight_mean": float(weights.sum() / n),
+        "tis_truncated_frac": float(((raw > cap) & on).sum() / n),
+    }
+    return weights, metrics
 
 
 def _write_metrics(path: Path, rows: list[dict[str, float]]) -> None:
@@ -120,33 +155,64 @@ def _torch_step(
         ref.load_state_dict(model.state_dict())
         ref.eval()
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    # the proximal policy: this step's starting parameters, scored as the training pass scores
+    prox = np.zeros_like(batches.arrays["old_logp"])
+    with torch.no_grad(), autocast(device):
+        for idx, nb in batches.ordered():
+            tb = {k: torch.from_numpy(v).to(device) for k, v in nb.items()}
+            logp = sequence_logprobs(model, tb["input_ids"], tb["completion_mask"], tb["temperature"])
+            prox[idx, : logp.shape[1]] = logp.float().cpu().numpy()
+    is_w, _ = rollout_correction(
+        prox, batches.arrays["old_logp"], batches.arrays["completion_mask"], args.tis_cap
+    )
+    batches.add_column("prox_logp", prox)
+    batches.add_column("is_weights", is_w)
     model.train()
     rows: list[dict[str, float]] = []
     step = 0
     for epoch in range(args.epochs):
         for batch in batches.torch(device):
             with autocast(device):
-                new_logp = sequence_logprobs(model, batch["input_ids"], batch["completion_mask"])
+                new_logp = sequence_logprobs(
+                    model, batch["input_ids"], batch["completion_mask"], batch["temperature"]
+                )
                 ref_logp = None
                 if ref is not None:
                     with torch.no_grad():
-                        ref_logp = sequence_logprobs(ref, batch["input_ids"], batch["completion_mask"])
+                        ref_logp = sequence_logprobs(
+                            ref, batch["input_ids"], batch["completion_mask"], batch["temperature"]
+                        )
             loss, m = policy_loss(
                 new_logp.float(),
-                batch["old_logp"],
+                batch["prox_logp"],
                 batch["advantages"],
                 batch["completion_mask"],
                 clip_eps=args.clip_eps,
                 ref_logp=None if ref_logp is None else ref_logp.float(),
                 kl_coef=args.kl_coef,
+                is_weights=batch["is_weights"],
+                dual_clip=args.dual_clip,
             )
+            metrics: dict[str, Any] = {**m, **_batch_mismatch(batch)}
             opt.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
             opt.step()
-            _record(rows, on_step, step, epoch, loss, m)
+            _record(rows, on_step, step, epoch, loss, metrics)
             step += 1
     return {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}, rows
+
+
+def _batch_mismatch(batch: Mapping[str, Any]) -> dict[str, float]:
+    """The rollout-vs-learner log-prob mismatch of one minibatch (numpy arrays or torch tensors)."""
+
+    def host(x: Any) -> np.ndarray:
+        return np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
+
+    _, m = rollout_correction(
+        host(batch["prox_logp"]), host(batch["old_logp"]), host(batch["completion_mask"]), float("inf")
+    )
+    return {"logp_mismatch_mean": m["logp_mismatch_mean"], "logp_mismatch_max": m["logp_mismatch_max"]}
 
 
 def _record(
@@ -224,16 +290,31 @@ def _jax_step(
     ref_params = params if args.kl_coef > 0 and weights is not None else None
 
     def loss_fn(p: dict[str, Any], batch: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        new_logp = sequence_logprobs(p, batch["input_ids"], batch["completion_mask"], cfg)
+        temp = batch["temperature"]
+        new_logp = sequence_logprobs(p, batch["input_ids"], batch["completion_mask"], cfg, temp)
         ref_logp = None
         if ref_params is not None:
             ref_logp = jax.lax.stop_gradient(
-                sequence_logprobs(ref_params, batch["input_ids"], batch["completion_mask"], cfg)
+                sequence_logprobs(ref_params, batch["input_ids"], batch["completion_mask"], cfg, temp)
             )
         return policy_loss(
-            new_logp, batch["old_logp"], batch["advantages"], batch["completion_mask"],
+            new_logp, batch["prox_logp"], batch["advantages"], batch["completion_mask"],
             clip_eps=args.clip_eps, ref_logp=ref_logp, kl_coef=args.kl_coef,
+            is_weights=batch["is_weights"], dual_clip=args.dual_clip,
         )  # fmt: skip
+
+    prox = np.zeros_like(batches.arrays["old_logp"])
+    for idx, nb in batches.ordered():
+        logp = sequence_logprobs(
+            params, jnp.asarray(nb["input_ids"]), jnp.asarray(nb["completion_mask"]), cfg,
+            jnp.asarray(nb["temperature"]),
+        )  # fmt: skip
+        prox[idx, : logp.shape[1]] = np.asarray(logp)
+    is_w, _ = rollout_correction(
+        prox, batches.arrays["old_logp"], batches.arrays["completion_mask"], args.tis_cap
+    )
+    batches.add_column("prox_logp", prox)
+    batches.add_column("is_weights", is_w)
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
     opt = _Adam(params, args.lr)
@@ -244,7 +325,7 @@ def _jax_step(
             batch = {k: jnp.asarray(v) for k, v in nb.items()}
             (loss, m), grads = grad_fn(params, batch)
             params = opt.update(params, _clip_grads(grads, args.max_grad_norm))
-            _record(rows, on_step, step, epoch, loss, m)
+            _record(rows, on_step, step, epoch, loss, {**m, **_batch_mismatch(nb)})
             step += 1
     return params_to_numpy(params), rows
 
@@ -284,6 +365,9 @@ def train(
         "loss": float(np.mean([r["loss"] for r in rows])),
         "kl": float(np.mean([r.get("kl", 0.0) for r in rows])),
         "clip_frac": float(np.mean([r.get("clip_frac", 0.0) for r in rows])),
+        "logp_mismatch_mean": float(np.mean([r.get("logp_mismatch_mean", 0.0) for r in rows])),
+        "logp_mismatch_max": float(np.max([r.get("logp_mismatch_max", 0.0) for r in rows])),
+        "samples_excluded": dict(data.skipped),
         "mean_reward": data.mean_reward,
         "episodes": data.episodes,
         "steps": len(rows),

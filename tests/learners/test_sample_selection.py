@@ -1,0 +1,72 @@
+"""What the dataset selects from folded tables: nothing lost, nothing twice, every exclusion counted."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingest.kafka_broker import EmbeddedKafka
+from learners.dataset import DatasetSpec, load_samples
+from pipelines import PipelineConfig, run_once
+from tests.pipelines.factories import ended, model, reward, started, wire
+from tests.pipelines.log_workload import produce
+
+pytestmark = pytest.mark.kafka
+
+
+def _call(eid: str, seq: int) -> dict[str, Any]:
+    return model(
+        eid,
+        seq,
+        prompt_token_ids=[1, 5, 6],
+        completion_token_ids=[7, 8, 2],
+        completion_logprobs=[-0.5, -0.2, -0.1],
+    )
+
+
+def _episode(
+    eid: str, group: str, *, end: bool = True, verdict: str = "pass", sampling: Any = None
+) -> list[Any]:
+    docs = [started(eid, group_id=group, **({"sampling": sampling} if sampling else {})), _call(eid, 1)]
+    if end:
+        docs += [reward(eid, 2, verdict=verdict, score=None if verdict != "error" else 0.0), ended(eid, 3)]
+    return docs
+
+
+def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole(
+    kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    topic = f"t.select.{os.getpid()}.{random.getrandbits(24):06x}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
+    cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
+
+    def send(*episodes: list[Any]) -> None:
+        produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for ep in episodes for d in ep])
+        run_once(cfg)
+
+    send(
+        _episode("a1", "ga"), _episode("a2", "ga", verdict="fail"),  # a whole group
+        _episode("b", "gb", end=False),  # still running
+        _episode("c", "gc", verdict="error"),  # the judge failed on it
+        _episode("d1", "gd"), _episode("d2", "gd", end=False),  # half a group
+        _episode("e", "ge", sampling={"temperature": 0.7, "extra": {"greedy": True}}),  # greedy evaluation
+        _episode("f", "gf", sampling={"temperature": 0.7}),
+    )  # fmt: skip
+    spec = DatasetSpec(lake=cfg.lake_root, judge_name="tests")
+    first = load_samples(spec)
+    assert sorted(s.episode_id for s in first.samples) == ["a1", "a2", "f"]
+    assert {s.episode_id: s.temperature for s in first.samples}["f"] == 0.7
+    assert dict(first.skipped) == {
+        "incomplete": 2, "reward_error": 1, "group_waiting": 1, "greedy_decoding": 1,
+    }  # fmt: skip
+
+    # the running episodes finish: exactly what became trainable since is read, once
+    send([reward("b", 2), ended("b", 3)], [reward("d2", 2, verdict="fail"), ended("d2", 3)])
+    later = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=first.table_versions))
+    assert sorted(s.episode_id for s in later.samples) == ["b", "d1", "d2"]
+    again = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=later.table_versions))
+    assert again.samples == []
