@@ -512,15 +512,15 @@ class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
         failed = Metrics.counter("AssembleEpisodes", "dead_letters")
 
         def emit(kv: tuple[str, list[dict[str, Any]]]) -> Iterator[Any]:
-            if not kv[1]:
-                return  # its events are gone (a conflict lost to an earlier copy): its rows go too
-            try:
-                out = assemble(kv[0], kv[1])
-            except Exception as exc:  # noqa: BLE001 - one unfoldable stream never stops the batch
-                failed.inc()
-                yield pvalue.TaggedOutput(DEAD_LETTER_TAG, dead_letter(kv[0], kv[1], exc))
-                yield pvalue.TaggedOutput("failed", kv[0])
-                return
+            # no rows when its events are gone (a conflict lost to an earlier copy): its rows go too
+            out: dict[str, list[dict[str, Any]]] = {}
+            if kv[1]:
+                try:
+                    out = assemble(kv[0], kv[1])
+                except Exception as exc:  # noqa: BLE001 - one unfoldable stream never stops the batch
+                    failed.inc()
+                    yield pvalue.TaggedOutput(DEAD_LETTER_TAG, dead_letter(kv[0], kv[1], exc))
+                    yield pvalue.TaggedOutput("failed", kv[0])
             for name, rows in out.items():
                 for row in rows:
                     yield pvalue.TaggedOutput(name, row)
