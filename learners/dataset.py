@@ -66,6 +66,11 @@ class Sample:
     behaviour_logprobs: list[float]
     temperature: float = 1.0
     """The temperature the completion was sampled at (the learner scores it at the same one)."""
+    task_family: str = ""
+    messages: list[dict[str, Any]] | None = None
+    """The prompt messages the server saw (when the event holds them inline)."""
+    completion: str = ""
+    """The completion text."""
 
 
 @dataclass
@@ -277,6 +282,9 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
                 completion_ids=completion,
                 behaviour_logprobs=logprobs,
                 temperature=how.temperature,
+                task_family=ep["task_family"] or "",
+                messages=payload.get("messages"),
+                completion=payload.get("completion") or "",
             )
         )
     samples.sort(key=lambda s: (s.group_id, s.episode_id))

@@ -59,6 +59,9 @@ class TrainArgs:
     """PPO-style ratio clip (around the proximal policy: the parameters at the start of this step)."""
     dual_clip: float | None = 3.0
     """Dual-clip bound for negative advantages (Ye et al. 2020), so a stale sample's loss stays bounded."""
+    max_policy_lag: int | None = None
+    """Train only on samples at most this many policy versions behind the parent (``None``: any);
+    a sample whose policy is not in the parent's lineage has an unknown lag and is then left out."""
     tis_cap: float = 2.0
     """Truncation of the rollout-correction weight ``pi_prox / pi_behaviour`` per token (token-level
     truncated IS, as verl's rollout correction; the decoupled objective of AReaL)."""
@@ -121,6 +124,30 @@ def rollout_correction(
         "tis_truncated_frac": float(((raw > cap) & on).sum() / n),
     }
     return weights, metrics
+
+
+def policy_lags(policy_versions: Sequence[str], lineage: Sequence[str]) -> list[int | None]:
+    """How many policy versions behind the newest each sample's policy is (``None``: not in the lineage).
+
+    Args:
+        policy_versions: the policy version (checkpoint id) each sample was drawn by.
+        lineage: checkpoint ids from the newest (the parent of this step) back to the first.
+    """
+    position = {c: i for i, c in enumerate(lineage)}
+    return [position.get(v) for v in policy_versions]
+
+
+def _parent_lineage(lake: str, parent: CheckpointInfo | None) -> list[str]:
+    if parent is None:
+        return []
+    from lake import LakeError
+    from learners.checkpoints import lineage_chain
+    from learners.errors import CheckpointNotFoundError
+
+    try:
+        return [r["checkpoint_id"] for r in lineage_chain(lake, parent.checkpoint_id)]
+    except (CheckpointNotFoundError, LakeError):
+        return [parent.checkpoint_id]  # not folded yet: only the parent itself is known
 
 
 def _write_metrics(path: Path, rows: list[dict[str, float]]) -> None:
@@ -354,6 +381,21 @@ def train(
             task_ids=frozenset(args.task_ids) if args.task_ids is not None else None,
         )
     )
+    lags = policy_lags([x.policy_version for x in data.samples], _parent_lineage(args.lake, parent))
+    lag_counts: dict[str, int] = {}
+    for lag in lags:
+        key = "unknown" if lag is None else str(lag)
+        lag_counts[key] = lag_counts.get(key, 0) + 1
+    if args.max_policy_lag is not None:
+        kept = [
+            x
+            for x, lag in zip(data.samples, lags, strict=True)
+            if lag is not None and lag <= args.max_policy_lag
+        ]
+        if len(kept) < len(data.samples):
+            data.skipped["policy_lag"] += len(data.samples) - len(kept)
+            data.samples = kept
+            data.episodes = len({x.episode_id for x in kept})
     if not data.samples:
         return TrainResult(None, 0, 0.0, [], time.monotonic() - start)
     batches = Batches(data.samples, batch_size=args.batch_size, max_len=cfg.max_len, seed=args.seed)
@@ -368,6 +410,7 @@ def train(
         "logp_mismatch_mean": float(np.mean([r.get("logp_mismatch_mean", 0.0) for r in rows])),
         "logp_mismatch_max": float(np.max([r.get("logp_mismatch_max", 0.0) for r in rows])),
         "samples_excluded": dict(data.skipped),
+        "policy_lag": lag_counts,
         "mean_reward": data.mean_reward,
         "episodes": data.episodes,
         "steps": len(rows),

@@ -57,6 +57,7 @@ app.command("rollout")(loop_cli.rollout)
 app.command("train")(loop_cli.train)
 app.command("lineage")(loop_cli.lineage)
 app.command("publish-checkpoint")(loop_cli.publish_checkpoint)
+app.command("export")(loop_cli.export)
 app.command("rejudge")(rejudge_cli.rejudge)
 
 

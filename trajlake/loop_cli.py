@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from trajlake.options import BackendOpt, LearnerBackend, PolicyOpt, TaskDirs, Workers
+from trajlake.options import BackendOpt, LakeOpt, LearnerBackend, PolicyOpt, TaskDirs, Workers
 from trajlake.terminal import ExitCode, console, err_console, fail, settings
 
 
@@ -196,17 +197,83 @@ def lineage(
         print(json.dumps(chain, default=str, indent=2))
         return
     table = Table(title=f"lineage of {checkpoint}")
-    for col in ("checkpoint", "created", "backend", "samples", "table versions", "judge", "parent"):
+    for col in (
+        "checkpoint",
+        "created",
+        "backend",
+        "samples",
+        "excluded",
+        "table versions",
+        "judge",
+        "parent",
+    ):
         table.add_column(col)
     for r in chain:
         metrics = json.loads(r["metrics"] or "{}")
+        excluded = metrics.get("samples_excluded", metrics.get("skipped")) or {}
         table.add_row(
             r["checkpoint_id"],
             str(r["created_at"])[:19],
             r["backend"],
             str(r["num_samples"]),
+            ", ".join(f"{k} {v}" for k, v in sorted(excluded.items())) or "-",
             r["table_versions"] if r["table_versions"] != "{}" else metrics.get("note", "-"),
             f"{r['judge_name']} {r['judge_version']}" if r["judge_name"] else "-",
             r["parent_id"] or "-",
         )
     console.print(table)
+    for line in excluded:
+        console.print(line, soft_wrap=True)
+
+
+class ExportFormat(StrEnum):
+    """Trainer formats ``trajlake export`` writes."""
+
+    verl = "verl"
+    trl = "trl"
+    openrlhf = "openrlhf"
+
+
+def export(
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="verl | trl | openrlhf.")],
+    out: Annotated[Path, typer.Option(help="New directory to write the export and its lineage.json into.")],
+    judge: Annotated[
+        str | None, typer.Option(help="Judge whose rewards label the samples (default: the most common).")
+    ] = None,
+    judge_version: Annotated[
+        str | None, typer.Option(help="Pinned judge version (default: most common).")
+    ] = None,
+    task: Annotated[list[str] | None, typer.Option(help="Only these task ids.")] = None,
+    family: Annotated[list[str] | None, typer.Option(help="Only these task families.")] = None,
+    lake: LakeOpt = None,
+) -> None:
+    """Export the trainable samples of the lake, at one consistent snapshot, for another trainer."""
+    from collections import Counter
+
+    from lake import Lake
+    from learners.dataset import DatasetSpec
+    from learners.export import export_dataset
+    from trajlake.preflight import require_lake
+
+    root = Path(lake or settings().lake)
+    require_lake(root, ["episodes", "steps", "rewards"])
+    if judge is None:
+        names = Lake(root).read("rewards").column("judge_name").to_pylist()
+        if not names:
+            fail(f"the rewards table of {root} is empty: nothing is scored yet, so nothing can be exported")
+        judge = Counter(names).most_common(1)[0][0]
+    if (out / "lineage.json").exists():
+        fail(f"{out} already holds an export; give a new --out directory", ExitCode.USAGE)
+    spec = DatasetSpec(
+        lake=str(root.resolve()),
+        judge_name=judge,
+        judge_version=judge_version,
+        task_ids=frozenset(task) if task else None,
+        families=frozenset(family) if family else None,
+    )
+    lineage = export_dataset(spec, fmt.value, out)
+    excluded = ", ".join(f"{k} {v}" for k, v in sorted(lineage["samples_excluded"].items())) or "none"
+    console.print(
+        f"[green]{lineage['rows']}[/green] samples of {lineage['episodes']} episodes -> {out} ({fmt.value}); "
+        f"tables {lineage['table_versions']}, judge {judge} {lineage['judge_version']}; excluded: {excluded}"
+    )

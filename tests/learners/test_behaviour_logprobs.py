@@ -7,7 +7,7 @@ import pytest
 
 from learners.config import ModelConfig
 from learners.dataset import Batches, Sample, episode_advantages
-from learners.trainer import rollout_correction
+from learners.trainer import policy_lags, rollout_correction
 
 CFG = ModelConfig(d_model=32, n_heads=2, n_layers=1, max_len=48)
 PROMPTS = [[1, 5, 6, 7], [1, 9, 8], [1, 12, 13, 14, 15], [1, 20]]
@@ -122,3 +122,8 @@ def test_group_statistics_count_each_episode_once() -> None:
     # episode a has three model calls, b one: per episode the group is {1, 0}, so A = +1 / -1
     adv = episode_advantages([s("a", 1.0), s("a", 1.0), s("a", 1.0), s("b", 0.0)])
     assert adv == pytest.approx([1.0, 1.0, 1.0, -1.0], abs=1e-5)
+
+
+def test_policy_lag_counts_versions_back_along_the_lineage() -> None:
+    lineage = ["ck-3", "ck-2", "ck-1"]  # newest (the parent of this step) first
+    assert policy_lags(["ck-3", "ck-1", "ck-2", "scripted"], lineage) == [0, 2, 1, None]

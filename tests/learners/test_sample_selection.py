@@ -70,3 +70,39 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
     assert sorted(s.episode_id for s in later.samples) == ["b", "d1", "d2"]
     again = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=later.table_versions))
     assert again.samples == []
+
+    # the same snapshot exported for other trainers, read back with the consumer's own reader
+    import json
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    from learners.export import export_dataset
+
+    lineage = export_dataset(DatasetSpec(lake=cfg.lake_root, judge_name="tests"), "verl", tmp_path / "verl")
+    rl = pq.read_table(tmp_path / "verl" / "train.parquet")
+    tokens = pq.read_table(tmp_path / "verl" / "tokens.parquet").to_pylist()
+    assert rl.num_rows == len(tokens) == lineage["rows"] == 6
+    assert set(rl.column_names) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+    assert lineage["table_versions"] == later.table_versions and lineage["judge_version"] == "v1"
+    for t in tokens:
+        assert t["input_ids"] == [1, 5, 6, 7, 8, 2] and t["prompt_length"] == 3  # as the model_call recorded
+        assert t["response_mask"] == [0, 0, 0, 1, 1, 1]
+        assert t["rollout_log_probs"] == pytest.approx([-0.5, -0.2, -0.1])
+    by_episode = {t["episode_id"]: t for t in tokens}
+    assert by_episode["a2"]["reward"] == 0.0 and by_episode["a1"]["uid"] == "ga"
+    cli = Path(sys.executable).with_name("trajlake")
+    env = {**os.environ, "TRAJLAKE_HOME": str(tmp_path / "home")}
+    p = subprocess.run(
+        [str(cli), "export", "--format", "trl", "--out", str(tmp_path / "trl"), "--lake", cfg.lake_root],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [json.loads(x) for x in (tmp_path / "trl" / "train.jsonl").read_text().splitlines()]
+    assert len(rows) == json.loads((tmp_path / "trl" / "lineage.json").read_text())["rows"] == 6
+    again_cli = subprocess.run(
+        [str(cli), "export", "--format", "trl", "--out", str(tmp_path / "trl"), "--lake", cfg.lake_root],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert again_cli.returncode == 2 and "already holds an export" in again_cli.stderr

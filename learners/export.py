@@ -1,0 +1,165 @@
+"""Exports of a pinned dataset to the trainers people use, each with a lineage sidecar.
+
+``verl``: the RL parquet verl's data loaders read (``data_source``, ``prompt`` as
+chat messages, ``ability``, ``reward_model``, ``extra_info``) in ``train.parquet``,
+and the token-level form of the same samples in ``tokens.parquet``
+(``input_ids``, ``response_mask``, ``rollout_log_probs``, ``reward``, ``uid`` = the
+group, so group-relative advantages can be recomputed). ``trl``: conversational
+prompt/completion jsonl with the reward. ``openrlhf``: ``input``/``output``/``reward``
+jsonl. ``lineage.json`` beside each names the lake, the Delta versions read, the
+judge name and version, the row count and the samples excluded by reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from learners.dataset import DatasetSpec, Sample, SampleSet, load_samples
+from learners.errors import LearnerConfigError
+
+FORMATS = ("verl", "trl", "openrlhf")
+
+_MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
+
+
+def _messages(s: Sample) -> list[dict[str, str]]:
+    return [
+        {"role": str(m.get("role", "user")), "content": str(m.get("content") or "")}
+        for m in (s.messages or [])
+    ]
+
+
+def _verl(data: SampleSet, out: Path) -> None:
+    rows = []
+    tokens = []
+    for i, s in enumerate(data.samples):
+        rows.append(
+            {
+                "data_source": f"trajlake/{s.task_family or 'tasks'}",
+                "prompt": _messages(s),
+                "ability": "agent",
+                "reward_model": {
+                    "style": "trajlake-judge",
+                    "ground_truth": json.dumps(
+                        {"judge": data.judge_name, "version": data.judge_version, "score": s.reward}
+                    ),
+                },
+                "extra_info": {
+                    "index": i,
+                    "split": "train",
+                    "episode_id": s.episode_id,
+                    "task_id": s.task_id,
+                    "group_id": s.group_id,
+                    "policy_version": s.policy_version,
+                    "response": s.completion,
+                    "reward": s.reward,
+                },
+            }
+        )
+        tokens.append(
+            {
+                "uid": s.group_id,
+                "episode_id": s.episode_id,
+                "input_ids": s.prompt_ids + s.completion_ids,
+                "prompt_length": len(s.prompt_ids),
+                "response_mask": [0] * len(s.prompt_ids) + [1] * len(s.completion_ids),
+                "rollout_log_probs": s.behaviour_logprobs,
+                "temperature": s.temperature,
+                "reward": s.reward,
+                "policy_version": s.policy_version,
+            }
+        )
+    schema = pa.schema(
+        [
+            pa.field("data_source", pa.string()),
+            pa.field("prompt", pa.list_(_MESSAGE)),
+            pa.field("ability", pa.string()),
+            pa.field("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+            pa.field(
+                "extra_info",
+                pa.struct(
+                    [
+                        ("index", pa.int64()),
+                        ("split", pa.string()),
+                        ("episode_id", pa.string()),
+                        ("task_id", pa.string()),
+                        ("group_id", pa.string()),
+                        ("policy_version", pa.string()),
+                        ("response", pa.string()),
+                        ("reward", pa.float64()),
+                    ]
+                ),  # fmt: skip
+            ),
+        ]
+    )
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), out / "train.parquet")
+    token_schema = pa.schema(
+        [
+            ("uid", pa.string()), ("episode_id", pa.string()), ("input_ids", pa.list_(pa.int32())),
+            ("prompt_length", pa.int32()), ("response_mask", pa.list_(pa.int8())),
+            ("rollout_log_probs", pa.list_(pa.float32())), ("temperature", pa.float32()),
+            ("reward", pa.float64()), ("policy_version", pa.string()),
+        ]
+    )  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(tokens, schema=token_schema), out / "tokens.parquet")
+
+
+def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    with open(path, "w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+
+
+def _trl(data: SampleSet, out: Path) -> None:
+    _jsonl(out / "train.jsonl", [
+        {"prompt": _messages(s), "completion": [{"role": "assistant", "content": s.completion}],
+         "reward": s.reward, "group_id": s.group_id, "episode_id": s.episode_id}
+        for s in data.samples
+    ])  # fmt: skip
+
+
+def _openrlhf(data: SampleSet, out: Path) -> None:
+    _jsonl(out / "train.jsonl", [
+        {"input": _messages(s), "output": s.completion, "reward": s.reward, "group_id": s.group_id,
+         "episode_id": s.episode_id}
+        for s in data.samples
+    ])  # fmt: skip
+
+
+def export_dataset(spec: DatasetSpec, fmt: str, out: str | Path) -> dict[str, Any]:
+    """Write the samples ``spec`` pins in ``fmt`` under ``out`` (created); return the lineage written.
+
+    Raises:
+        LearnerConfigError: an unknown format, or ``out`` already holds an export.
+    """
+    if fmt not in FORMATS:
+        raise LearnerConfigError(f"unknown export format {fmt!r}: one of {', '.join(FORMATS)}")
+    target = Path(out)
+    if (target / "lineage.json").exists():
+        raise LearnerConfigError(f"{target} already holds an export; give a new --out directory")
+    target.mkdir(parents=True, exist_ok=True)
+    data = load_samples(spec)
+    {"verl": _verl, "trl": _trl, "openrlhf": _openrlhf}[fmt](data, target)
+    lineage = {
+        "format": fmt,
+        "rows": len(data.samples),
+        "episodes": data.episodes,
+        "lake": os.path.abspath(spec.lake) if "://" not in spec.lake else spec.lake,
+        "table_versions": data.table_versions,
+        "judge_name": data.judge_name,
+        "judge_version": data.judge_version,
+        "samples_excluded": dict(data.skipped),
+        "filters": {
+            "task_ids": sorted(spec.task_ids) if spec.task_ids is not None else None,
+            "families": sorted(spec.families) if spec.families is not None else None,
+            "policy_versions": sorted(spec.policy_versions) if spec.policy_versions is not None else None,
+        },
+    }
+    (target / "lineage.json").write_text(json.dumps(lineage, indent=2, sort_keys=True))
+    return lineage
