@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import string
 import time
@@ -58,7 +59,17 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
 
     it = [r["iteration"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    ax.plot(it, [r["eval_success"] for r in rows], "o-", label="held-out success rate")
+    ax.errorbar(
+        it,
+        [r["eval_success"] for r in rows],
+        yerr=[
+            [r["eval_success"] - r["ci_low"] for r in rows],
+            [r["ci_high"] - r["eval_success"] for r in rows],
+        ],
+        fmt="o-",
+        capsize=3,
+        label="held-out success rate (95% Wilson interval)",
+    )
     ax.plot(it, [r["eval_reward"] for r in rows], "s--", label="held-out mean reward")
     train = [(r["iteration"], r["train_reward"]) for r in rows if r.get("train_reward") is not None]
     if train:
@@ -101,7 +112,7 @@ def run_demo(
     from judges.tasks import find_task_dirs, load_task
     from lake import Lake
     from learners.checkpoints import lineage_chain, publish_checkpoint
-    from learners.evaluation import split_metrics
+    from learners.evaluation import difference_interval, split_metrics
     from learners.trainer import TrainArgs, supervised_warm_start, train
     from rollouts import TaskPool
     from sandboxes import SandboxPool
@@ -182,6 +193,10 @@ def run_demo(
             "iteration": it,
             "checkpoint": ckpt.checkpoint_id,
             "eval_success": ev_m.success_rate,
+            "eval_successes": ev_m.successes,
+            "n": ev_m.judged,
+            "ci_low": ev_m.interval()[0],
+            "ci_high": ev_m.interval()[1],
             "eval_reward": ev_m.mean_reward,
             "train_success": tr_m.success_rate if tr_m else None,
             "train_reward": tr_m.mean_reward if tr_m else None,
@@ -256,6 +271,21 @@ def run_demo(
                   f"(`trajlake lineage {ckpt.checkpoint_id}`)")  # fmt: skip
     _rejudge_step(settings, lake, backend, held_out, final_eval_ids, workers=workers, console=console)
     first, final = rows[0]["eval_success"], rows[-1]["eval_success"]
+    diff, low, high = difference_interval(
+        rows[0]["eval_successes"], rows[0]["n"], rows[-1]["eval_successes"], rows[-1]["n"]
+    )
+    summary = {
+        "iterations": [
+            {k: r[k] for k in ("iteration", "checkpoint", "eval_success", "ci_low", "ci_high", "n")}
+            for r in rows
+        ],
+        "improvement": {"diff": diff, "ci_low": low, "ci_high": high},
+        "interval": "95% Wilson per iteration; Newcombe's hybrid score interval for final minus first",
+    }
+    (Path(settings.home) / "demo_summary.json").write_text(json.dumps(summary, indent=2))
+    n0, n1 = rows[0]["n"], rows[-1]["n"]
+    console.print(f"held-out success, final minus first: {diff:+.0%} (95% interval {low:+.0%} .. "
+                  f"{high:+.0%}; n = {n0} and {n1}) -> {settings.home}/demo_summary.json")  # fmt: skip
     improved = bool(final > first)
     verdict = "[green]rose[/green]" if improved else "[red]did not rise[/red]"
     console.print(f"held-out success {verdict}: {first:.0%} -> {final:.0%} in {iterations} RL iterations "

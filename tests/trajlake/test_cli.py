@@ -198,6 +198,14 @@ def test_demo_runs_the_closed_loop_end_to_end(tmp_path: Path) -> None:
         assert out.count("learner: 144 samples") == 5
         assert "held-out success rose:" in out
         assert (home / "learning_curve.png").stat().st_size > 10_000
+        summary = json.loads((home / "demo_summary.json").read_text())
+        assert [r["iteration"] for r in summary["iterations"]] == list(range(6))
+        assert all(
+            r["ci_low"] <= r["eval_success"] <= r["ci_high"] and r["n"] > 0 for r in summary["iterations"]
+        )
+        imp = summary["improvement"]
+        assert imp["ci_low"] <= imp["diff"] <= imp["ci_high"]
+        assert "final minus first" in out
         assert (home / "lake" / "checkpoints").is_dir()
         # the re-judge step scored the 48 final-evaluation episodes again, through the log
         assert "re-judged 48 held-out episodes" in out
