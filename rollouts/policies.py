@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from judges.tasks import Task
-from rollouts.actions import ToolAction, parse_action
+from rollouts.actions import TOOLS, ToolAction, parse_action
 from rollouts.errors import PolicySpecError, PolicyUnavailableError
 
 
@@ -144,12 +142,124 @@ SYSTEM_PROMPT = (
 )
 
 
+def _function(name: str, description: str, **params: str) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {p: {"type": "string", "description": d} for p, d in params.items()},
+                "required": list(params),
+            },
+        },
+    }
+
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    _function("bash", "Run a shell command in /workspace.", command="the command"),
+    _function("read_file", "Read a file of the workspace.", path="its path"),
+    _function("write_file", "Write a whole file of the workspace.", path="its path", content="its content"),
+    _function("submit", "Say the task is done."),
+]
+"""The tools as OpenAI function schemas (native tool calling, as vLLM and SGLang agent setups serve it)."""
+
+
+@dataclass
+class ChatReply:
+    """What one chat completion says, with the token data a learner needs when the server gives it."""
+
+    text: str
+    tool_calls: list[dict[str, Any]]
+    """The message's ``tool_calls`` as the server sent them (``[]``: none)."""
+    prompt_token_ids: list[int] | None
+    completion_token_ids: list[int] | None
+    completion_logprobs: list[float] | None
+    finish_reason: str | None
+    model: str | None
+
+
+def _token_id(entry: dict[str, Any]) -> int | None:
+    """The id of a ``logprobs.content`` entry whose ``token`` is vLLM's ``token_id:<id>`` form."""
+    token = entry.get("token")
+    if isinstance(token, str) and token.startswith("token_id:") and token[9:].isdigit():
+        return int(token[9:])
+    return None
+
+
+def parse_chat_reply(reply: dict[str, Any]) -> ChatReply:
+    """Read one ``/v1/chat/completions`` response (OpenAI's shape, with vLLM's extensions when present).
+
+    Token ids are taken only from what the server returned, never by
+    tokenising text again: the choice's ``token_ids`` and the response's
+    ``prompt_token_ids`` (vLLM >= 0.10.2 with ``return_token_ids``), or the
+    ``token_id:<id>`` strings of ``logprobs.content`` (vLLM's
+    ``return_tokens_as_token_ids``). Log-probabilities come from
+    ``logprobs.content[].logprob``. Where a server returns no ids (OpenAI
+    itself), they are ``None`` and the learner leaves the sample out, counted.
+
+    Raises:
+        PolicyUnavailableError: the response holds no choice.
+    """
+    try:
+        choice = reply["choices"][0]
+        message = choice.get("message") or {}
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise PolicyUnavailableError(f"the policy server sent no choice: {str(reply)[:300]}") from exc
+    content = (choice.get("logprobs") or {}).get("content") or None
+    logprobs = [float(t["logprob"]) for t in content] if content else None
+    ids: list[int] | None = None
+    if isinstance(choice.get("token_ids"), list):
+        ids = [int(i) for i in choice["token_ids"]]
+    elif content:
+        found = [_token_id(t) for t in content]
+        ids = [i for i in found if i is not None] if all(i is not None for i in found) else None
+    if ids is not None and logprobs is not None and len(ids) != len(logprobs):
+        ids = logprobs = None  # the two do not describe the same tokens: keep neither
+    prompt = reply.get("prompt_token_ids")
+    return ChatReply(
+        text=message.get("content") or "",
+        tool_calls=list(message.get("tool_calls") or []),
+        prompt_token_ids=[int(i) for i in prompt] if isinstance(prompt, list) else None,
+        completion_token_ids=ids,
+        completion_logprobs=logprobs,
+        finish_reason=choice.get("finish_reason"),
+        model=reply.get("model"),
+    )
+
+
+def tool_call_action(tool_calls: list[dict[str, Any]]) -> ToolAction | None:
+    """The action of the first native tool call the worker knows (``None``: none, or bad arguments)."""
+    for call in tool_calls:
+        fn = call.get("function") or {}
+        name = fn.get("name")
+        if name not in TOOLS:
+            continue
+        raw = fn.get("arguments") or "{}"
+        try:
+            args = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        except (ValueError, TypeError):
+            return None
+        return ToolAction(str(name), args if isinstance(args, dict) else {})
+    return None
+
+
 class OpenAIChatPolicy(Policy):
     """A model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM, SGLang, ...).
 
-    Token log-probabilities are requested and recorded when the server returns
-    them (``logprobs.content[].logprob``; token ids too where the server gives
-    them, e.g. vLLM's ``return_tokens_as_token_ids``).
+    Requests log-probabilities, and on ``server="vllm"`` the token ids too
+    (``return_token_ids``, ``return_tokens_as_token_ids``: vLLM's extensions;
+    other servers would refuse unknown fields). With ``native_tools`` the tools
+    are offered as functions and the reply's ``tool_calls`` is the action; a
+    reply without one falls back to the action written in its text.
+
+    Args:
+        base_url: the server's ``.../v1``.
+        model: the served model name.
+        api_key: sent as a bearer token.
+        server: ``vllm`` or ``openai`` (any other OpenAI-compatible server).
+        native_tools: offer the tools as functions.
     """
 
     def __init__(
@@ -163,15 +273,22 @@ class OpenAIChatPolicy(Policy):
         timeout_s: float = 120.0,
         system_prompt: str = SYSTEM_PROMPT,
         policy_version: str = "0",
+        server: str = "vllm",
+        native_tools: bool = False,
     ) -> None:
+        import httpx
+
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
-        self.api_key = api_key
         self.timeout_s = timeout_s
         self.system_prompt = system_prompt
+        self.server = server
+        self.native_tools = native_tools
         self.policy_id, self.policy_version = model, policy_version
         self.sampling = {"temperature": temperature, "max_tokens": max_tokens}
         self.messages: list[dict[str, Any]] = []
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
 
     def begin(self, task: Task) -> None:
         """Start the conversation with the task's instruction."""
@@ -180,46 +297,59 @@ class OpenAIChatPolicy(Policy):
             {"role": "user", "content": task.spec.instruction},
         ]
 
+    def request_body(self) -> dict[str, Any]:
+        """The JSON body of the next request."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": self.messages,
+            "logprobs": True,
+            **self.sampling,
+        }
+        if self.server == "vllm":
+            body |= {"return_token_ids": True, "return_tokens_as_token_ids": True}
+        if self.native_tools:
+            body |= {"tools": TOOL_SCHEMAS, "tool_choice": "auto"}
+        return body
+
     def step(self, observation: str | None) -> PolicyStep:
         """Send the conversation, read one action from the reply."""
+        import httpx
+
         if observation is not None:
-            self.messages.append({"role": "user", "content": observation})
-        body = {"model": self.model, "messages": self.messages, "logprobs": True, **self.sampling}
-        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), method="POST")
-        req.add_header("Content-Type", "application/json")
-        if self.api_key:
-            req.add_header("Authorization", f"Bearer {self.api_key}")
+            role = "tool" if self.messages and self.messages[-1].get("tool_calls") else "user"
+            turn: dict[str, Any] = {"role": role, "content": observation}
+            if role == "tool":
+                turn["tool_call_id"] = self.messages[-1]["tool_calls"][0].get("id", "call-0")
+            self.messages.append(turn)
         start = time.monotonic()
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                reply = json.loads(resp.read())
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+            resp = self._client.post(self.url, json=self.request_body())
+            resp.raise_for_status()
+            raw = resp.json()
+        except (httpx.HTTPError, ValueError) as exc:
             raise PolicyUnavailableError(f"policy server {self.url} failed: {exc}") from exc
         latency = time.monotonic() - start
-        try:
-            choice = reply["choices"][0]
-            text = choice["message"].get("content") or ""
-        except (KeyError, IndexError, TypeError) as exc:
-            raise PolicyUnavailableError(
-                f"policy server {self.url} sent no choice: {str(reply)[:300]}"
-            ) from exc
-        logprobs = ids = None
-        content = (choice.get("logprobs") or {}).get("content")
-        if content:
-            logprobs = [float(t["logprob"]) for t in content]
-            raw_ids = [t.get("token_id") for t in content]
-            ids = [int(i) for i in raw_ids] if all(i is not None for i in raw_ids) else None
+        reply = parse_chat_reply(raw)
+        action = tool_call_action(reply.tool_calls) or parse_action(reply.text)
         call = ModelCall(
-            completion=text,
+            completion=reply.text,
             messages=[dict(m) for m in self.messages],
-            completion_token_ids=ids,
-            completion_logprobs=logprobs,
-            finish_reason=choice.get("finish_reason"),
+            prompt_token_ids=reply.prompt_token_ids,
+            completion_token_ids=reply.completion_token_ids,
+            completion_logprobs=reply.completion_logprobs,
+            finish_reason=reply.finish_reason,
             latency_s=latency,
-            model=reply.get("model", self.model),
+            model=reply.model or self.model,
         )
-        self.messages.append({"role": "assistant", "content": text})
-        return PolicyStep(parse_action(text), call)
+        assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            assistant["tool_calls"] = reply.tool_calls[:1]  # the one call acted on
+        self.messages.append(assistant)
+        return PolicyStep(action, call)
+
+    def close(self) -> None:
+        """Release the HTTP connections."""
+        self._client.close()
 
 
 @dataclass

@@ -70,11 +70,29 @@ def check_policy_spec(spec: str) -> ParsedSpec:
             )
         return ParsedSpec(kind, rest, script=table)
     if kind == "openai":
-        base, _, model = rest.partition("#")
+        base, _, model_q = rest.partition("#")
+        model, _, query = model_q.partition("?")
         url = urlparse(base)
         if url.scheme not in ("http", "https") or not url.netloc or not model:
-            raise PolicySpecError(f"openai policy {spec!r} must be openai:http(s)://HOST[:PORT]/v1#MODEL")
-        return ParsedSpec(kind, base, model=model)
+            raise PolicySpecError(
+                f"openai policy {spec!r} must be openai:http(s)://HOST[:PORT]/v1#MODEL[?server=vllm|openai&tools=1]"
+            )
+        options = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
+        unknown = sorted(set(options) - {"server", "tools", "temperature"})
+        if unknown:
+            raise PolicySpecError(
+                f"unknown option(s) {', '.join(unknown)} in {spec!r}; known: server, tools, temperature"
+            )
+        if options.get("server", "vllm") not in ("vllm", "openai") or options.get("tools", "0") not in (
+            "0",
+            "1",
+        ):
+            raise PolicySpecError(f"{spec!r}: server is vllm or openai, tools is 0 or 1")
+        try:
+            float(options.get("temperature", "0.7"))
+        except ValueError as exc:
+            raise PolicySpecError(f"{spec!r}: temperature must be a number") from exc
+        return ParsedSpec(kind, base, model=model, options=options)
     if kind == "local":
         path_text, _, query = rest.partition("?")
         options = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
@@ -118,7 +136,11 @@ def make_policy(spec: str, *, worker_index: int = 0) -> Policy:
             lambda task: table.get(task.id, table.get("*", [])), policy_id=f"scripted-{Path(p.target).stem}"
         )
     if p.kind == "openai":
-        return OpenAIChatPolicy(p.target, p.model, api_key=os.environ.get("OPENAI_API_KEY"))
+        o = p.options
+        return OpenAIChatPolicy(
+            p.target, p.model, api_key=os.environ.get("OPENAI_API_KEY"), server=o.get("server", "vllm"),
+            native_tools=o.get("tools", "0") == "1", temperature=float(o.get("temperature", "0.7")),
+        )  # fmt: skip
     from learners.serving import CheckpointGenerator
 
     q = p.options

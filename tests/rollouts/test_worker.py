@@ -200,14 +200,15 @@ class _ChatServer(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append(body)
         text = type(self).replies[min(len(type(self).requests) - 1, len(type(self).replies) - 1)]
-        tokens = [
-            {"token": ch, "logprob": -0.1 * (i + 1), "token_id": 100 + i} for i, ch in enumerate(text[:8])
-        ]
-        reply = {
-            "model": body["model"],
-            "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop",
-                         "logprobs": {"content": tokens}}],
-        }  # fmt: skip
+        # vLLM's shapes (see chat_fixtures/README.md): token_id:<id> strings, the choice's token_ids
+        # and the response's prompt_token_ids when return_token_ids is asked for
+        tokens = [{"token": f"token_id:{100 + i}", "logprob": -0.1 * (i + 1)} for i in range(8)]
+        choice = {"message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+                  "logprobs": {"content": tokens}}  # fmt: skip
+        reply: dict[str, Any] = {"model": body["model"], "choices": [choice]}
+        if body.get("return_token_ids"):
+            choice["token_ids"] = list(range(100, 108))
+            reply["prompt_token_ids"] = list(range(7, 7 + 2 * len(body["messages"])))
         data = json.dumps(reply).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -236,10 +237,12 @@ def test_openai_compatible_policy_records_logprobs(
     calls = [e.payload for e in _events(kafka, topic, out.episode_id) if e.type == "model_call"]
     assert calls[0].completion.startswith("Let me look") and calls[0].model == "test-model"
     assert calls[0].completion_token_ids == list(range(100, 108))
+    assert calls[0].prompt_token_ids == list(range(7, 11))  # as the server returned them, not re-tokenised
     assert calls[0].completion_logprobs[0] == pytest.approx(-0.1)
     second = _ChatServer.requests[1]["messages"]
     assert second[-1]["role"] == "user" and "[bash exit=0]" in second[-1]["content"]  # the observation
     assert _ChatServer.requests[0]["logprobs"] is True and _ChatServer.requests[0]["temperature"] == 0.2
+    assert _ChatServer.requests[0]["return_token_ids"] is True
 
 
 @pytest.mark.parametrize(
