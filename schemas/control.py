@@ -27,7 +27,7 @@ import pyarrow as pa
 from schemas.errors import SchemaError
 from schemas.events import Annotation, AnnotationPayload, EventBase, Producer
 from schemas.ids import new_id
-from schemas.tables import TABLES
+from schemas.tables import PRIMARY_KEYS, TABLES
 
 
 @dataclass(frozen=True)
@@ -175,6 +175,9 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
             continue
         if row[f.name] is None and not f.nullable:
             errors.append((f"payload.value.{f.name}", "required"))
+    for key in PRIMARY_KEYS[stream.table]:
+        if row.get(key) == "":
+            errors.append((f"payload.value.{key}", "must not be empty"))
     if errors:
         raise SchemaError(f"{where}: not a row of {stream.table}: {errors[0][0]}: {errors[0][1]}", errors)
     if stream.stream_of(row) != event.episode_id:
