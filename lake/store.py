@@ -403,14 +403,14 @@ def sql_literal(value: Any) -> str:
 def consistent_versions(
     lake: Lake, tables: Sequence[str], *, apps: Sequence[str] | None = None, max_back: int = 64
 ) -> dict[str, int]:
-    """Versions of ``tables`` that hold the same Kafka offsets: a consistent snapshot of several tables.
+    """Versions of ``tables`` that hold the same Kafka offsets (or fewer): a consistent snapshot.
 
     One micro-batch commits every pipeline table with the same ``txn`` actions,
     one table after another; a reader that opens each table's latest version
     while a batch commits can see ``episodes`` from batch N beside ``rewards``
-    from batch N-1. This picks, for each table, the newest version whose
-    offsets equal those of the least advanced table (walking back at most
-    ``max_back`` versions).
+    from batch N-1. This picks, for each table, the newest version that holds
+    no offset beyond those of the least advanced table (walking back at most
+    ``max_back`` versions): every row a reader joins from the others is there.
 
     Args:
         lake: the lake.
@@ -435,13 +435,18 @@ def consistent_versions(
     def position(h: DeltaTable) -> tuple[int, ...]:
         return tuple(-1 if (v := h.transaction_version(a)) is None else int(v) for a in apps)
 
+    def within(p: tuple[int, ...], target: tuple[int, ...]) -> bool:
+        return all(a <= b for a, b in zip(p, target, strict=True))
+
     positions = {t: position(h) for t, h in handles.items()}
     target = tuple(min(p[i] for p in positions.values()) for i in range(len(apps)))
     out: dict[str, int] = {}
     for t, h in handles.items():
         version = int(h.version())
         steps = 0
-        while positions[t] != target:
+        # the newest version holding no offset beyond the least advanced table's (a table that
+        # skipped a batch it already held has no version at exactly those offsets)
+        while not within(positions[t], target):
             steps += 1
             if version == 0 or steps > max_back:
                 at = dict(zip(apps, target, strict=True))
@@ -451,7 +456,12 @@ def consistent_versions(
                     "`trajlake lake check` shows which table is behind"
                 )
             version -= 1
-            h.load_as_version(version)
+            try:
+                h.load_as_version(version)
+            except DeltaError as exc:
+                raise LakeError(
+                    f"version {version} of table {t} cannot be loaded ({exc}); it may be vacuumed"
+                ) from exc
             positions[t] = position(h)
         out[t] = version
     return out

@@ -44,7 +44,9 @@ class DatasetSpec:
     versions: dict[str, int] | None = None
     """Delta version per table (``None``: the current ones, pinned when read)."""
     since: dict[str, int] | None = None
-    """Versions already trained on: only episodes absent from ``episodes`` at that version are read."""
+    """Versions already trained on: only episodes that became trainable after them are read."""
+    since_judge_version: str | None = None
+    """The judge version the ``since`` snapshot was trained with (default: this read's)."""
     task_ids: frozenset[str] | None = None
     """Only these tasks (e.g. the training split)."""
     families: frozenset[str] | None = None
@@ -163,7 +165,10 @@ def _trainable(
         if spec.policy_versions is not None and ep["policy_version"] not in spec.policy_versions:
             continue
         group = ep["group_id"] or ep["episode_id"]
-        if ep["completeness"] != "complete" or ep["status"] == "open":
+        if ep["completeness"] == "gap":
+            count["gap"] += 1  # events lost for good (quarantined): never whole, never waited for
+            continue
+        if ep["completeness"] != "complete" or ep["status"] is None or ep["status"] == "open":
             pending_groups.add(group)  # the group is trained once it is whole
             count["incomplete"] += 1
             continue
@@ -235,7 +240,7 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
             if "rewards" in spec.since
             else tables["rewards"].slice(0, 0)
         )
-        trained, _ = _trainable(before_eps, before_rw, spec, judge_version)
+        trained, _ = _trainable(before_eps, before_rw, spec, spec.since_judge_version or judge_version)
         for eid in list(keep):
             if eid in trained:
                 del keep[eid], score[eid]

@@ -378,6 +378,7 @@ def train(
             judge_name=args.judge_name,
             judge_version=args.judge_version,
             since=since or None,
+            since_judge_version=parent.lineage.judge_version if (since and parent) else None,
             task_ids=frozenset(args.task_ids) if args.task_ids is not None else None,
         )
     )

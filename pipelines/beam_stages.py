@@ -27,7 +27,7 @@ from lake.store import CONFLICT_PREFIX, Lake, OffsetRange, WriteMode
 from pipelines.failures import failure_rows
 from pipelines.projection import episode_row, fold_episode, reward_rows, step_rows
 from schemas.codec import parse_event
-from schemas.control import CONTROL_TABLES, control_row, stream_kind
+from schemas.control import CONTROL_TABLES, control_row, stream_key, stream_kind
 from schemas.errors import SchemaError
 from schemas.events import EventBase
 from schemas.tables import TABLES
@@ -460,13 +460,18 @@ FOLD_ERROR = "fold failed: "
 def assemble(episode_id: str, rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Rows of the derived tables for one stream (an episode, or a control stream), from its ``events`` rows.
 
-    A control stream is one row of its table: the one its latest event (by
-    ``ts``, then ``event_id``) records.
+    A control stream is one row of its table: the row its first (checkpoints)
+    or latest (admissions) event in the log records.
     """
     stream = stream_kind(episode_id)
     if stream is not None:
-        events = sorted((row_to_event(r) for r in rows), key=lambda e: (e.ts, e.event_id))
-        return {stream.table: [control_row(events[-1])[1]]} if events else {}
+        # by log position, never by the producer's clock: one stream is one key, so one partition
+        ordered = sorted(rows, key=lambda r: (r["topic"], r["partition"], r["offset"]))
+        if not ordered:
+            return {}
+        # a checkpoint is recorded once: its first event stands; an admission is re-run: its latest
+        pick = ordered[0] if stream.first_wins else ordered[-1]
+        return {stream.table: [control_row(row_to_event(pick))[1]]}
     state = fold_episode(episode_id, (row_to_event(r) for r in rows))
     return {
         "episodes": [episode_row(state)],
@@ -479,11 +484,12 @@ def assemble(episode_id: str, rows: Iterable[dict[str, Any]]) -> dict[str, list[
 def dead_letter(episode_id: str, rows: list[dict[str, Any]], exc: BaseException) -> dict[str, Any]:
     """The ``quarantine`` row of a stream whose events could not be folded.
 
-    Keyed by the log position of the stream's newest event; its ``raw`` value
+    Keyed by the log position of the stream's first event (a stream failing again
+    rewrites the same row); its ``raw`` value
     lists the stream's event ids, so nothing is lost and the stream can be
     folded again once the cause is fixed (``trajlake replay``).
     """
-    last = max(rows, key=lambda r: (r["topic"], r["partition"], r["offset"]))
+    last = min(rows, key=lambda r: (r["topic"], r["partition"], r["offset"]))
     return {
         "topic": last["topic"],
         "partition": last["partition"],
@@ -514,6 +520,9 @@ class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
         def emit(kv: tuple[str, list[dict[str, Any]]]) -> Iterator[Any]:
             # no rows when its events are gone (a conflict lost to an earlier copy): its rows go too
             out: dict[str, list[dict[str, Any]]] = {}
+            stream = stream_kind(kv[0])
+            if not kv[1] and stream is not None:
+                yield pvalue.TaggedOutput(f"removed_{stream.table}", [stream_key(kv[0])])
             if kv[1]:
                 try:
                     out = assemble(kv[0], kv[1])
@@ -525,7 +534,10 @@ class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
                 for row in rows:
                     yield pvalue.TaggedOutput(name, row)
 
-        return grouped | "Fold" >> beam.FlatMap(emit).with_outputs(*self.TABLES, DEAD_LETTER_TAG, "failed")
+        removed = [f"removed_{t}" for t in CONTROL_TABLES]
+        return grouped | "Fold" >> beam.FlatMap(emit).with_outputs(
+            *self.TABLES, DEAD_LETTER_TAG, "failed", *removed
+        )
 
 
 class _LoadEpisodesFn(beam.DoFn):

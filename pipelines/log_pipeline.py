@@ -210,8 +210,11 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> N
             lake, name, "replace_episodes", txns, touched=folded, after=dead
         )
     # A control stream is one row of its table, upserted by key (the latest event's row).
+    # (a stream whose events are all gone loses its row, as an episode does)
     for name in CONTROL_TABLES:
-        _ = derived[name] | f"Write_{name}" >> WriteDelta(lake, name, "upsert", txns, after=dead)
+        _ = derived[name] | f"Write_{name}" >> WriteDelta(
+            lake, name, "upsert", txns, after=dead, replaced=derived[f"removed_{name}"]
+        )
 
 
 @contextlib.contextmanager

@@ -44,6 +44,8 @@ class ControlStream:
     """The annotation's ``author`` (who may write such a stream)."""
     stream_of: Callable[[Mapping[str, Any]], str]
     """The stream id of a row (``<kind>:<row id>``)."""
+    first_wins: bool = False
+    """Whether the stream's first event in the log is its row (else its latest)."""
 
 
 CHECKPOINT = ControlStream(
@@ -52,6 +54,7 @@ CHECKPOINT = ControlStream(
     key="checkpoint",
     author="learner",
     stream_of=lambda row: f"checkpoint:{row['checkpoint_id']}",
+    first_wins=True,
 )
 TASK = ControlStream(
     kind="task",
@@ -70,6 +73,15 @@ def stream_kind(episode_id: str) -> ControlStream | None:
     """The control stream ``episode_id`` belongs to, or ``None`` for an episode."""
     kind, sep, _ = episode_id.partition(":")
     return STREAMS.get(kind) if sep else None
+
+
+def stream_key(episode_id: str) -> tuple[str, ...]:
+    """The primary key of the row a control stream id names (``task:a@1`` -> ``("a", "1")``)."""
+    kind, _, rest = episode_id.partition(":")
+    if kind == TASK.kind:
+        task_id, _, version = rest.rpartition("@")
+        return (task_id, version)
+    return (rest,)
 
 
 def _jsonable(value: Any) -> Any:
@@ -106,7 +118,13 @@ def _cell(name: str, type_: pa.DataType, value: Any) -> Any:
         parsed = dt.datetime.fromisoformat(value)
         if parsed.tzinfo is None:
             raise ValueError(f"{name} must carry a time zone")
-        return parsed
+        try:
+            utc = parsed.astimezone(dt.UTC)
+        except OverflowError as exc:
+            raise ValueError(f"{name} is out of the range of dates") from exc
+        if not 1970 <= utc.year <= 9999:
+            raise ValueError(f"{name} must be between 1970 and 9999")
+        return utc
     if pa.types.is_boolean(type_):
         if not isinstance(value, bool):
             raise ValueError(f"{name} must be true or false")
@@ -114,6 +132,14 @@ def _cell(name: str, type_: pa.DataType, value: Any) -> Any:
     if pa.types.is_integer(type_):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{name} must be an integer")
+        bits = type_.bit_width
+        lo, hi = (
+            (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+            if pa.types.is_signed_integer(type_)
+            else (0, (1 << bits) - 1)
+        )
+        if not lo <= value <= hi:
+            raise ValueError(f"{name} must fit in {type_} ({lo}..{hi})")
         return value
     if pa.types.is_floating(type_):
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -178,6 +204,15 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
     for key in PRIMARY_KEYS[stream.table]:
         if row.get(key) == "":
             errors.append((f"payload.value.{key}", "must not be empty"))
+    if stream is TASK and "@" in str(row.get("task_id") or ""):
+        errors.append(
+            ("payload.value.task_id", "must not contain '@' (it separates the id from the version)")
+        )
+    if not errors:
+        try:  # exactly what the pipeline will write: a row that does not convert never reaches a commit
+            pa.Table.from_pylist([row], schema=schema)
+        except (pa.ArrowException, OverflowError, ValueError, TypeError) as exc:
+            errors.append(("payload.value", f"does not convert to the table's schema: {exc}"))
     if errors:
         raise SchemaError(f"{where}: not a row of {stream.table}: {errors[0][0]}: {errors[0][1]}", errors)
     if stream.stream_of(row) != event.episode_id:

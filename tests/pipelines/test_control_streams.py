@@ -128,10 +128,17 @@ def test_the_fold_takes_a_streams_latest_event_and_dead_letters_what_it_cannot_f
     ]
     from pipelines.beam_stages import event_row
 
-    stored = [event_row(e, "tasks", 0, i) for i, e in enumerate((again, first))]
-    assert assemble(first.episode_id, stored) == {"tasks": [control_row(again)[1]]}
+    # the latest in the log wins (whatever the producers' clocks say); a checkpoint's first event stands
+    stored = [event_row(e, "tasks", 0, i) for i, e in enumerate((first, again))]
+    assert assemble(first.episode_id, stored[::-1]) == {"tasks": [control_row(again)[1]]}
+    ck1 = control_event(CHECKPOINT, checkpoint("ck-9", None, "/l").row(), "learner")
+    ck2 = control_event(CHECKPOINT, {**checkpoint("ck-9", None, "/l").row(), "path": "/elsewhere"}, "learner")
+    ck_rows = [event_row(e, "learner", 0, 7 + i) for i, e in enumerate((ck1, ck2))]
+    assert assemble(ck1.episode_id, ck_rows)["checkpoints"][0]["path"] == "/ck/ck-9"
     letter = dead_letter("ep-9", rows, ValueError("boom"))
-    assert letter["error"] == f"{FOLD_ERROR}ep-9: ValueError: boom" and letter["offset"] == 1
+    assert (
+        letter["error"] == f"{FOLD_ERROR}ep-9: ValueError: boom" and letter["offset"] == 0
+    )  # the first event
     assert json.loads(letter["raw"])["event_ids"] == sorted([first.event_id, again.event_id])
 
 
@@ -222,3 +229,23 @@ def test_consistent_versions_step_back_over_a_batch_only_partly_committed(tmp_pa
     # a third batch has committed episodes and not yet rewards
     lake.write("episodes", empty["episodes"], mode="upsert", txns={"p:t:0": 29})
     assert consistent_versions(lake, ["episodes", "rewards"]) == {"episodes": 2, "rewards": 2}
+
+
+def test_values_the_table_cannot_hold_are_refused_before_any_commit() -> None:
+    base = json.loads(
+        serialize_event(control_event(CHECKPOINT, checkpoint("ck-x", None, "/l").row(), "learner"))
+    )
+
+    def refused(**value: Any) -> str:
+        doc = json.loads(json.dumps(base))
+        doc["payload"]["value"].update(value)
+        with pytest.raises(SchemaError) as err:
+            control_row(parse_event(json.dumps(doc).encode()))
+        return str(err.value)
+
+    assert "must fit in int64" in refused(num_samples=2**63)  # would stop every batch at staging
+    assert "out of the range of dates" in refused(created_at="0001-01-01T00:00:00+01:00")
+    with pytest.raises(SchemaError, match="must not contain '@'"):
+        control_event(
+            TASK, task_row("a@b", version="c"), "admission"
+        )  # would share task:a@b@c with ("a", "b@c")
