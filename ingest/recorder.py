@@ -328,9 +328,10 @@ class Episode:
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         model: str | None = None,
+        tool_calls: Sequence[Mapping[str, Any]] | None = None,
         ts: dt.datetime | None = None,
     ) -> str:
-        """Record one completion of the policy.
+        """Record one completion of the policy (with its native ``tool_calls``, when it made any).
 
         Prompt messages larger than the inline limit go to the blob store and
         the event carries their reference instead.
@@ -361,6 +362,7 @@ class Episode:
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
                 model=model,
+                tool_calls=[dict(c) for c in tool_calls] if tool_calls else None,
             )
 
         event_id = self._emit(ModelCall, build, ts=ts)

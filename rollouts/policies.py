@@ -33,6 +33,8 @@ class ModelCall:
     finish_reason: str | None = None
     latency_s: float = 0.0
     model: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    """The native tool calls of the completion, as the server sent them."""
 
     def event_fields(self) -> dict[str, Any]:
         """Keyword arguments of ``Episode.model_call``."""
@@ -43,6 +45,7 @@ class ModelCall:
             "completion_token_ids": self.completion_token_ids,
             "completion_logprobs": self.completion_logprobs,
             "finish_reason": self.finish_reason,
+            "tool_calls": self.tool_calls,
             "latency_s": round(self.latency_s, 6),
             "prompt_tokens": len(self.prompt_token_ids) if self.prompt_token_ids is not None else None,
             "completion_tokens": len(self.completion_token_ids)
@@ -340,6 +343,7 @@ class OpenAIChatPolicy(Policy):
             finish_reason=reply.finish_reason,
             latency_s=latency,
             model=reply.model or self.model,
+            tool_calls=reply.tool_calls or None,
         )
         assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.tool_calls:

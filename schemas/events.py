@@ -158,6 +158,8 @@ class ChatMessage(Frozen):
     """Optional speaker name."""
     tool_call_id: str | None = None
     """For ``tool`` messages, the call they answer."""
+    tool_calls: list[dict[str, JsonValue]] | None = None
+    """For ``assistant`` messages, the native tool calls it made (OpenAI's shape; model_call v2)."""
 
 
 class ResourceUsage(Frozen):
@@ -231,6 +233,8 @@ class ModelCallPayload(Frozen):
     """Number of completion tokens."""
     model: str | None = None
     """Served model name."""
+    tool_calls: list[dict[str, JsonValue]] | None = None
+    """The completion's native tool calls as the server sent them (``tool_calls``; new in v2)."""
 
     @model_validator(mode="after")
     def _check(self) -> ModelCallPayload:
@@ -422,7 +426,7 @@ class ModelCall(EventBase):
 
     type: Literal["model_call"] = "model_call"
     """Event type tag."""
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     """Version of this type's schema."""
     payload: ModelCallPayload
     """The type's own fields."""

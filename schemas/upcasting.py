@@ -63,6 +63,12 @@ def _tool_result_v1_to_v2(payload: Payload) -> Payload:
     return out
 
 
+@upcaster("model_call", 1)
+def _model_call_v1_to_v2(payload: Payload) -> Payload:
+    """v2 adds the optional native ``tool_calls`` (of the payload and of assistant messages): none in v1."""
+    return dict(payload)
+
+
 def upcast(raw: dict[str, Any]) -> dict[str, Any]:
     """Return ``raw`` (an envelope dict) with its payload at the current version.
 

@@ -84,3 +84,44 @@ def test_the_openai_policy_spec_names_the_server_and_tool_calling() -> None:
     policy.close()
     with pytest.raises(PolicySpecError, match="unknown option"):
         make_policy("openai:http://127.0.0.1:8000/v1#qwen?top_k=5")
+
+
+def test_a_native_tool_call_is_recorded_with_its_structure(tmp_path: Path) -> None:
+    from ingest import EpisodeRecorder, MemorySink
+    from rollouts.policies import ModelCall
+    from schemas import parse_event
+
+    reply = parse_chat_reply(load("vllm_tool_call.json"))
+    messages = [
+        {"role": "user", "content": "Write hello reversed into answer.txt."},
+        {"role": "assistant", "content": "", "tool_calls": reply.tool_calls},
+        {"role": "tool", "content": "[write_file ok]", "tool_call_id": reply.tool_calls[0]["id"]},
+    ]
+    call = ModelCall(
+        completion=reply.text,
+        messages=messages,
+        completion_token_ids=reply.completion_token_ids,
+        completion_logprobs=reply.completion_logprobs,
+        tool_calls=reply.tool_calls,
+    )
+    sink = MemorySink()
+    rec = EpisodeRecorder.open(bootstrap="127.0.0.1:1", home=tmp_path, worker_id="t", sink=sink)
+    with rec.episode(task={"id": "t1"}, policy={"id": "p"}) as ep:
+        ep.model_call(**call.event_fields())
+        ep.end("success")
+    rec.close()
+    [event] = [e for e in (parse_event(v) for _, _, v in sink.records) if e.type == "model_call"]
+    assert event.schema_version == 2
+    assert event.payload.tool_calls == reply.tool_calls
+    assert event.payload.messages[1].tool_calls == reply.tool_calls  # what the server saw next turn
+    assert event.payload.messages[2].tool_call_id == "chatcmpl-tool-5b1e"
+
+
+def test_a_version_1_model_call_still_reads() -> None:
+    from schemas import parse_event
+    from tests.pipelines.factories import model, wire
+
+    doc = model("ep", 1)
+    doc["schema_version"] = 1
+    event = parse_event(wire(doc))
+    assert event.schema_version == 2 and event.payload.tool_calls is None
