@@ -192,6 +192,9 @@ class Lake:
         schema = TABLES[name]
         if table.num_rows == 0:
             return pa.Table.from_pylist([], schema)
+        for f in schema:  # a table written before a nullable column was added reads it as nulls
+            if f.name not in table.column_names and f.nullable:
+                table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
         return table.select(schema.names).cast(schema)
 
     def read_events_by_id(self, event_ids: Sequence[str], version: int | None = None) -> pa.Table:

@@ -133,18 +133,20 @@ def _trainable(
     rewards: pa.Table,
     spec: DatasetSpec,
     judge_version: str | None,
-    skipped: Counter[str] | None = None,
+    excluded: dict[str, str] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
     """The episodes a learner may train on in one snapshot, with their scores.
 
     An episode is trainable when it passes the spec's filters, ended with a
     learnable status, is complete, and the chosen judge version scored it with
     a verdict other than ``error``; a group is trainable only whole: while one
-    of its episodes is not (yet) complete or scored, the group waits.
+    of its episodes is not (yet) complete or scored, or fewer episodes than the
+    group size its rollout recorded are in the table, the group waits.
     """
-    count = skipped if skipped is not None else Counter()
-    cols = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status", "completeness")
-    ep_table = episodes.select(list(cols))
+    why: dict[str, str] = excluded if excluded is not None else {}
+    cols = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status", "completeness",
+            "group_size")  # fmt: skip
+    ep_table = episodes.select(list(cols))  # read in the table's schema: old rows have no group size
     rows = [dict(zip(cols, r, strict=True)) for r in zip(*(ep_table.column(c).to_pylist() for c in cols))]
     scored: dict[str, tuple[float, str]] = {}
     r = rewards.filter(pc.equal(rewards.column("judge_name"), spec.judge_name))
@@ -157,6 +159,8 @@ def _trainable(
     keep: dict[str, dict[str, Any]] = {}
     score: dict[str, float] = {}
     pending_groups: set[str] = set()
+    members: Counter[str] = Counter()
+    sizes: dict[str, int] = {}
     for ep in rows:
         if spec.task_ids is not None and ep["task_id"] not in spec.task_ids:
             continue
@@ -165,28 +169,33 @@ def _trainable(
         if spec.policy_versions is not None and ep["policy_version"] not in spec.policy_versions:
             continue
         group = ep["group_id"] or ep["episode_id"]
+        members[group] += 1
+        if ep.get("group_size"):
+            sizes[group] = max(sizes.get(group, 0), int(ep["group_size"]))
         if ep["completeness"] == "gap":
-            count["gap"] += 1  # events lost for good (quarantined): never whole, never waited for
+            why[ep["episode_id"]] = "gap"  # events lost for good (quarantined): never whole, never waited for
             continue
         if ep["completeness"] != "complete" or ep["status"] is None or ep["status"] == "open":
             pending_groups.add(group)  # the group is trained once it is whole
-            count["incomplete"] += 1
+            why[ep["episode_id"]] = "incomplete"
             continue
         if ep["status"] not in LEARNABLE:
-            count[f"status:{ep['status']}"] += 1
+            why[ep["episode_id"]] = f"status:{ep['status']}"
             continue
         if ep["episode_id"] not in scored:
             pending_groups.add(group)
-            count["no_reward"] += 1
+            why[ep["episode_id"]] = "no_reward"
             continue
         value, verdict = scored[ep["episode_id"]]
         if verdict == "error":
-            count["reward_error"] += 1  # the judge failed: no signal about the policy
+            why[ep["episode_id"]] = "reward_error"  # the judge failed: no signal about the policy
             continue
         keep[ep["episode_id"]] = ep
         score[ep["episode_id"]] = value
+    # a group whose recorded size is not reached yet has members that have not even started
+    pending_groups |= {g for g, n in sizes.items() if members[g] < n}
     for eid in [e for e, ep in keep.items() if (ep["group_id"] or e) in pending_groups]:
-        count["group_waiting"] += 1
+        why[eid] = "group_waiting"
         del keep[eid], score[eid]
     return keep, score
 
@@ -232,7 +241,8 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
             if e in scope
         ]
         judge_version = Counter(in_scope).most_common(1)[0][0] if in_scope else None
-    keep, score = _trainable(tables["episodes"], tables["rewards"], spec, judge_version, skipped)
+    excluded: dict[str, str] = {}
+    keep, score = _trainable(tables["episodes"], tables["rewards"], spec, judge_version, excluded)
     if spec.since and "episodes" in spec.since:
         before_eps = lk.read("episodes", version=spec.since["episodes"])
         before_rw = (
@@ -240,10 +250,16 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
             if "rewards" in spec.since
             else tables["rewards"].slice(0, 0)
         )
-        trained, _ = _trainable(before_eps, before_rw, spec, spec.since_judge_version or judge_version)
+        excluded_before: dict[str, str] = {}
+        trained, _ = _trainable(
+            before_eps, before_rw, spec, spec.since_judge_version or judge_version, excluded_before
+        )
         for eid in list(keep):
             if eid in trained:
                 del keep[eid], score[eid]
+        # counted once: an episode excluded for the same reason at the parent's snapshot was counted there
+        excluded = {e: r for e, r in excluded.items() if e not in trained and excluded_before.get(e) != r}
+    skipped.update(excluded.values())
 
     steps = tables["steps"].filter(
         pc.is_in(tables["steps"].column("type"), pa.array(["episode_started", "model_call"]))

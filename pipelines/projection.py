@@ -226,7 +226,15 @@ def episode_row(state: EpisodeState) -> dict[str, Any]:
         "prompt_tokens": state.prompt_tokens,
         "completion_tokens": state.completion_tokens,
         "sandbox_image": sp.sandbox_image if sp else None,
+        "group_size": _group_size(sp.metadata.get("group_size")) if sp else None,
     }
+
+
+def _group_size(value: Any) -> int | None:
+    """A recorded group size that fits the column (anything else is not one)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 1 << 20:
+        return value
+    return None
 
 
 def _step_text(event: EventBase) -> str | None:

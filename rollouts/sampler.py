@@ -21,6 +21,8 @@ class Assignment:
     task_dir: str
     group_id: str
     attempt: int
+    group_size: int | None = None
+    """Attempts in the group (recorded, so a learner trains the group only once all of them are in)."""
 
 
 def group_id(tag: str, task_id: str, rng: random.Random) -> str:
@@ -35,7 +37,7 @@ def group_assignments(
     out = []
     for t in tasks:
         group = group_id(tag, t.id, rng)
-        out += [Assignment(str(t.root), group, a) for a in range(group_size)]
+        out += [Assignment(str(t.root), group, a, group_size) for a in range(group_size)]
     return out
 
 

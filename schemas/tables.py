@@ -67,6 +67,8 @@ EPISODES = pa.schema(
         pa.field("prompt_tokens", pa.int64()),
         pa.field("completion_tokens", pa.int64()),
         pa.field("sandbox_image", pa.string()),
+        # attempts in the episode's group, when the rollout recorded it (metadata.group_size)
+        pa.field("group_size", pa.int32()),
     ]
 )
 """Silver: one row per episode."""

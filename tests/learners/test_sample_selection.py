@@ -29,9 +29,12 @@ def _call(eid: str, seq: int) -> dict[str, Any]:
 
 
 def _episode(
-    eid: str, group: str, *, end: bool = True, verdict: str = "pass", sampling: Any = None
+    eid: str, group: str, *, end: bool = True, verdict: str = "pass", sampling: Any = None, size: int = 0
 ) -> list[Any]:
-    docs = [started(eid, group_id=group, **({"sampling": sampling} if sampling else {})), _call(eid, 1)]
+    extra: dict[str, Any] = {"sampling": sampling} if sampling else {}
+    if size:
+        extra["metadata"] = {"group_size": size}
+    docs = [started(eid, group_id=group, **extra), _call(eid, 1)]
     if end:
         docs += [reward(eid, 2, verdict=verdict, score=None if verdict != "error" else 0.0), ended(eid, 3)]
     return docs
@@ -55,19 +58,24 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
         _episode("d1", "gd"), _episode("d2", "gd", end=False),  # half a group
         _episode("e", "ge", sampling={"temperature": 0.7, "extra": {"greedy": True}}),  # greedy evaluation
         _episode("f", "gf", sampling={"temperature": 0.7}),
+        _episode("h1", "gh", size=3), _episode("h2", "gh", size=3),  # the third attempt has not started
     )  # fmt: skip
     spec = DatasetSpec(lake=cfg.lake_root, judge_name="tests")
     first = load_samples(spec)
     assert sorted(s.episode_id for s in first.samples) == ["a1", "a2", "f"]
     assert {s.episode_id: s.temperature for s in first.samples}["f"] == 0.7
     assert dict(first.skipped) == {
-        "incomplete": 2, "reward_error": 1, "group_waiting": 1, "greedy_decoding": 1,
+        "incomplete": 2, "reward_error": 1, "group_waiting": 3, "greedy_decoding": 1,
     }  # fmt: skip
 
     # the running episodes finish: exactly what became trainable since is read, once
-    send([reward("b", 2), ended("b", 3)], [reward("d2", 2, verdict="fail"), ended("d2", 3)])
+    send(
+        [reward("b", 2), ended("b", 3)], [reward("d2", 2, verdict="fail"), ended("d2", 3)],
+        _episode("h3", "gh", size=3, verdict="fail"),
+    )  # fmt: skip
     later = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=first.table_versions))
-    assert sorted(s.episode_id for s in later.samples) == ["b", "d1", "d2"]
+    assert sorted(s.episode_id for s in later.samples) == ["b", "d1", "d2", "h1", "h2", "h3"]
+    assert dict(later.skipped) == {}  # what was excluded at the parent's snapshot was counted there
     again = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=later.table_versions))
     assert again.samples == []
 
@@ -83,7 +91,7 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
     lineage = export_dataset(DatasetSpec(lake=cfg.lake_root, judge_name="tests"), "verl", tmp_path / "verl")
     rl = pq.read_table(tmp_path / "verl" / "train.parquet")
     tokens = pq.read_table(tmp_path / "verl" / "tokens.parquet").to_pylist()
-    assert rl.num_rows == len(tokens) == lineage["rows"] == 6
+    assert rl.num_rows == len(tokens) == lineage["rows"] == 9
     assert set(rl.column_names) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
     assert lineage["table_versions"] == later.table_versions and lineage["judge_version"] == "v1"
     for t in tokens:
@@ -100,7 +108,7 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
     )  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
     rows = [json.loads(x) for x in (tmp_path / "trl" / "train.jsonl").read_text().splitlines()]
-    assert len(rows) == json.loads((tmp_path / "trl" / "lineage.json").read_text())["rows"] == 6
+    assert len(rows) == json.loads((tmp_path / "trl" / "lineage.json").read_text())["rows"] == 9
     again_cli = subprocess.run(
         [str(cli), "export", "--format", "trl", "--out", str(tmp_path / "trl"), "--lake", cfg.lake_root],
         env=env, capture_output=True, text=True, timeout=300,
