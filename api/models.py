@@ -101,6 +101,8 @@ class EpisodeBase(PublicModel):
     prompt_tokens: int | None
     completion_tokens: int | None
     sandbox_image: str | None
+    group_size: int | None = None
+    """Attempts in the episode's group, when the rollout recorded it."""
 
 
 class EpisodePublic(EpisodeBase):

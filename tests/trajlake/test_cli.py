@@ -54,9 +54,14 @@ def test_up_status_down_and_data_survives(tmp_path: Path) -> None:
         run(home, port, "up")
         st = status(home, port)
         assert st["running"] and st["bootstrap"] == f"127.0.0.1:{port}"
-        assert set(st["topics"]) == {"trajlake.episodes", "trajlake.judgements", "trajlake.learner"}
+        assert set(st["topics"]) == {
+            "trajlake.episodes",
+            "trajlake.judgements",
+            "trajlake.learner",
+            "trajlake.tasks",
+        }
         assert len(st["topics"]["trajlake.episodes"]) == len(st["topics"]["trajlake.judgements"]) == 8
-        assert len(st["topics"]["trajlake.learner"]) == 1
+        assert len(st["topics"]["trajlake.learner"]) == len(st["topics"]["trajlake.tasks"]) == 1
         again = run(home, port, "up")  # harmless when running
         assert "already running" in again.stderr
         # Record through the CLI's importer, then bounce the broker.
