@@ -338,12 +338,6 @@ def episode_advantages(samples: Sequence[Sample]) -> np.ndarray:
     return np.array([per_episode[order[s.episode_id]] for s in samples], dtype=np.float64)
 
 
-def group_indices(samples: Sequence[Sample]) -> np.ndarray:
-    """Integer group index per sample (same ``group_id`` -> same index)."""
-    ids: dict[str, int] = {}
-    return np.array([ids.setdefault(s.group_id, len(ids)) for s in samples], dtype=np.int64)
-
-
 def collate(samples: Sequence[Sample], advantages: np.ndarray, max_len: int) -> dict[str, np.ndarray]:
     """Right-padded arrays of a batch (``input_ids``, ``completion_mask``, ``old_logp``, ``advantages``, ...).
 
