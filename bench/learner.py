@@ -3,6 +3,7 @@
 Run::
 
     .venv/bin/python bench/learner.py [--samples N] [--device cpu|cuda] [--parts data,train,rollout]
+    .venv/bin/python bench/learner.py --parts curves [--seeds 5] [--plot PNG]
 
 - ``data``: a lake with ``--samples`` model-call samples (episodes, steps and
   rewards tables written with the real schemas) is read by
@@ -16,6 +17,16 @@ Run::
 - ``rollout``: episodes/s of ``trajlake.loop.rollout`` on wordplay tasks with
   the learner's model in-process, 1 and 2 worker processes (needs root, the
   base image and a broker, which it starts).
+
+- ``curves``: the demo's learning loop in one process, ``--seeds`` times with the real
+  rewards and as many with the rewards shuffled among each iteration's samples (the
+  control: the same updates, no signal). Same warm start and stopping rule, same
+  ``reverse`` strings and held-out split, the ``answer`` judge's own grading function,
+  the same learner update (``learners.trainer.update``) and hyperparameters, Adam's
+  state carried across iterations, constant-reward groups refilled; only the transport
+  (sandboxes, Kafka, Beam, Delta) is left out, which is what lets it run many seeds.
+  Prints each run's greedy held-out curve and final-minus-first interval, and plots
+  both arms with ``--plot PNG``.
 
 The headroom is data samples/s over train samples/s: data loading is never
 the bottleneck when it is >= 10.
@@ -295,6 +306,153 @@ def bench_rollout(episodes_per_worker: int) -> dict[str, Any]:
     return out
 
 
+def _curve(seed: int, shuffle: bool, iterations: int, held_out: int) -> dict[str, Any]:
+    """One run of the demo's loop in-process; greedy and sampled held-out successes per iteration."""
+    import random
+
+    import torch
+
+    from judges.builtin.answer import grade
+    from learners.checkpoints import load_checkpoint
+    from learners.dataset import Sample
+    from learners.evaluation import difference_interval
+    from learners.tokenizer import CharTokenizer
+    from learners.torch_model import TinyLM, generate
+    from learners.trainer import TrainArgs, supervised_warm_start, update
+    from trajlake import demo
+
+    torch.set_num_threads(1)
+    fam = demo.family_module()
+    tpi, group = 32, 8
+    split = fam.splits(tpi * (iterations + demo.REFILL_ROUNDS), held_out, seed=seed)
+    pairs, validation = demo.warm_data(set(split["train"]) | set(split["eval"]), fam.LENGTHS, seed=seed)
+    tok = CharTokenizer()
+    with tempfile.TemporaryDirectory() as tmp:
+        ck = supervised_warm_start(
+            pairs, checkpoint_root=tmp, steps=1500, lr=2e-3, seed=seed, check_every=demo.WARM_CHECK_EVERY,
+            stop_when=lambda net: demo.greedy_success(net, validation) >= demo.WARM_STOP_SUCCESS,
+        )  # fmt: skip
+        _, cfg, weights = load_checkpoint(ck.path)
+    gen = torch.Generator()
+    gen.manual_seed(seed)
+    rng = random.Random(seed)
+
+    def act(model: Any, w: str, greedy: bool) -> tuple[list[int], list[int], list[float], float, bool]:
+        pid = [tok.BOS, *tok.encode(demo.prompt_of(w))]
+        ids, lp = generate(model, pid, max_new_tokens=24, greedy=greedy, generator=gen, eos_id=tok.EOS)
+        checks, score = grade(tok.decode(ids).rstrip("\n"), w[::-1])
+        return pid, ids, lp, score, checks["exact"]
+
+    opt_state, rows, nxt = None, [], 0
+    for it in range(iterations + 1):
+        model = TinyLM(cfg)
+        model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
+        model.eval()
+        rows.append({
+            "iteration": it,
+            "greedy": sum(act(model, w, True)[4] for w in split["eval"]),
+            "sampled": sum(act(model, w, False)[4] for w in split["eval"]),
+        })  # fmt: skip
+        if it == iterations:
+            break
+        samples: list[Sample] = []
+        batch = [split["train"][(nxt + i) % len(split["train"])] for i in range(tpi)]
+        nxt += tpi
+        for rnd in range(demo.REFILL_ROUNDS + 1):
+            flat = 0
+            for w in batch:
+                outs = [act(model, w, False) for _ in range(group)]
+                if len({round(o[3], 9) for o in outs}) == 1:
+                    flat += 1
+                samples += [
+                    Sample(episode_id=f"{it}-{rnd}-{w}-{k}", group_id=f"{it}-{rnd}-{w}", task_id=w,
+                           policy_version="p", reward=o[3], prompt_ids=o[0], completion_ids=o[1],
+                           behaviour_logprobs=o[2])
+                    for k, o in enumerate(outs)
+                ]  # fmt: skip
+            if not flat or rnd == demo.REFILL_ROUNDS:
+                break
+            batch = [split["train"][(nxt + i) % len(split["train"])] for i in range(flat)]
+            nxt += flat
+        if shuffle:  # the control: the same samples, rewards permuted among them
+            rewards = [x.reward for x in samples]
+            rng.shuffle(rewards)
+            for x, r in zip(samples, rewards, strict=True):
+                x.reward = r
+        groups: dict[str, set[float]] = {}
+        for x in samples:
+            groups.setdefault(x.group_id, set()).add(x.reward)
+        samples = [x for x in samples if len(groups[x.group_id]) > 1]
+        args = TrainArgs(lake="", checkpoint_root="", judge_name="answer", seed=it, device="cpu",
+                         **demo.RL_HYPERPARAMETERS)  # fmt: skip
+        if samples:
+            weights, _, opt_state = update(cfg, weights, samples, args, opt_state=opt_state)
+    d, low, high = difference_interval(rows[0]["greedy"], held_out, rows[-1]["greedy"], held_out)
+    return {"seed": seed, "shuffled": shuffle, "n": held_out, "rows": rows,
+            "improvement": {"diff": d, "ci_low": low, "ci_high": high}}  # fmt: skip
+
+
+def bench_curves(seeds: int, iterations: int, held_out: int, plot: Path | None) -> dict[str, Any]:
+    """Real-reward runs and shuffled-reward controls of the demo's loop; how often each passes the rule."""
+    runs = []
+    for seed in range(seeds):
+        for shuffle in (False, True):
+            t0 = time.monotonic()
+            r = _curve(seed, shuffle, iterations, held_out)
+            r["seconds"] = round(time.monotonic() - t0, 1)
+            imp = r["improvement"]
+            print(f"curves seed {seed} {'shuffled' if shuffle else 'real    '}: greedy "
+                  + " -> ".join(f"{x['greedy'] / held_out:.1%}" for x in r["rows"])
+                  + f"; final - first {imp['diff']:+.1%} [{imp['ci_low']:+.1%}, {imp['ci_high']:+.1%}]"
+                  f" ({r['seconds']:.0f}s)", flush=True)  # fmt: skip
+            runs.append(r)
+    out: dict[str, Any] = {"runs": runs}
+    for arm, shuffled in (("real", False), ("shuffled", True)):
+        mine = [r for r in runs if r["shuffled"] is shuffled]
+        diffs = [r["improvement"]["diff"] for r in mine]
+        out[arm] = {
+            "runs": len(mine),
+            "passed_rule": sum(r["improvement"]["ci_low"] > 0 for r in mine),
+            "diff_min": min(diffs), "diff_mean": float(np.mean(diffs)), "diff_max": max(diffs),
+        }  # fmt: skip
+        print(f"curves {arm}: the success rule (interval above 0) held in {out[arm]['passed_rule']} of "
+              f"{len(mine)} runs; final - first from {min(diffs):+.1%} to {max(diffs):+.1%}, mean "
+              f"{np.mean(diffs):+.1%}")  # fmt: skip
+    if plot is not None:
+        _plot_curves(runs, held_out, plot)
+        print(f"curves plot: {plot}")
+    return out
+
+
+def _plot_curves(runs: list[dict[str, Any]], n: int, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from learners.evaluation import wilson
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=120)
+    for r in runs:
+        it = [x["iteration"] for x in r["rows"]]
+        p = [x["greedy"] / n for x in r["rows"]]
+        ci = [wilson(x["greedy"], n) for x in r["rows"]]
+        color = "tab:gray" if r["shuffled"] else "tab:blue"
+        ax.plot(it, p, "o-" if not r["shuffled"] else "s--", color=color, alpha=0.8)
+        ax.fill_between(it, [c[0] for c in ci], [c[1] for c in ci], color=color, alpha=0.08)
+    ax.plot([], [], "o-", color="tab:blue", label="real rewards (one line per seed)")
+    ax.plot([], [], "s--", color="tab:gray", label="shuffled rewards (control)")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(f"held-out greedy success (n={n}, 95% Wilson bands)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("the demo's loop: real vs shuffled rewards")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="learner data path vs training step; rollout throughput")
     ap.add_argument("--samples", type=int, default=20000)
@@ -303,6 +461,10 @@ def main() -> None:
     ap.add_argument("--parts", default="data,train,rollout")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--seeds", type=int, default=5, help="runs of each arm of the curves part")
+    ap.add_argument("--iterations", type=int, default=4, help="RL iterations of the curves part")
+    ap.add_argument("--held-out", type=int, default=200, help="held-out tasks of the curves part")
+    ap.add_argument("--plot", type=Path, help="PNG of the curves part")
     args = ap.parse_args()
     parts = args.parts.split(",")
     res: dict[str, Any] = {"cpus": os.cpu_count()}
@@ -323,6 +485,8 @@ def main() -> None:
     if "rollout" in parts:
         res["rollout"] = bench_rollout(8)
         print("rollout", json.dumps(res["rollout"]))
+    if "curves" in parts:
+        res["curves"] = bench_curves(args.seeds, args.iterations, args.held_out, args.plot)
     if args.json:
         args.json.write_text(json.dumps(res, indent=2))
 

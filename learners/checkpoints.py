@@ -47,6 +47,33 @@ class Lineage:
 
 
 @dataclass
+class OptimizerState:
+    """Adam's first and second moments by parameter name, and its step count.
+
+    Saved beside the weights (``optimizer.npz``) so the next learner step continues the same
+    optimiser instead of restarting its moments every iteration; both backends read it.
+    """
+
+    step: int
+    m: dict[str, np.ndarray]
+    v: dict[str, np.ndarray]
+
+
+OPTIMIZER_FILE = "optimizer.npz"
+
+
+def load_optimizer_state(path: str | Path) -> OptimizerState | None:
+    """The optimiser state a checkpoint saved (``None`` when it saved none, e.g. a warm start)."""
+    f = Path(path) / OPTIMIZER_FILE
+    if not f.is_file():
+        return None
+    with np.load(f) as npz:
+        m = {k[2:]: npz[k] for k in npz.files if k.startswith("m/")}
+        v = {k[2:]: npz[k] for k in npz.files if k.startswith("v/")}
+        return OptimizerState(int(npz["step"]), m, v)
+
+
+@dataclass
 class CheckpointInfo:
     """A saved checkpoint."""
 
@@ -94,8 +121,12 @@ def save_checkpoint(
     config: ModelConfig,
     weights: dict[str, np.ndarray],
     lineage: Lineage,
+    optimizer: OptimizerState | None = None,
 ) -> CheckpointInfo:
-    """Write weights and metadata under a new checkpoint id (atomically: a temp dir renamed)."""
+    """Write weights, metadata and the optimiser's state under a new checkpoint id.
+
+    Atomically: the files go to a temporary directory, renamed at the end.
+    """
     stamp = dt.datetime.now(dt.UTC)
     checkpoint_id = f"{policy_id}-{stamp:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     final = Path(root) / checkpoint_id
@@ -103,6 +134,10 @@ def save_checkpoint(
     tmp.mkdir(parents=True)
     arrays = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
     np.savez(str(tmp / "weights.npz"), **arrays)  # type: ignore[arg-type]
+    if optimizer is not None:
+        moments = {f"m/{k}": np.asarray(a, np.float32) for k, a in optimizer.m.items()}
+        moments |= {f"v/{k}": np.asarray(a, np.float32) for k, a in optimizer.v.items()}
+        np.savez(str(tmp / OPTIMIZER_FILE), step=np.int64(optimizer.step), **moments)  # type: ignore[arg-type]
     info = CheckpointInfo(
         checkpoint_id=checkpoint_id,
         policy_id=policy_id,

@@ -6,8 +6,12 @@ and the token-level form of the same samples in ``tokens.parquet``
 (``input_ids``, ``response_mask``, ``rollout_log_probs``, ``reward``, ``uid`` = the
 group, so group-relative advantages can be recomputed). ``trl``: conversational
 prompt/completion jsonl with the reward. ``openrlhf``: ``input``/``output``/``reward``
-jsonl. ``lineage.json`` beside each names the lake, the Delta versions read, the
-judge name and version, the row count and the samples excluded by reason.
+jsonl. ``hf``: a Hugging Face ``datasets`` directory (what ``Dataset.save_to_disk`` writes:
+an Arrow stream file, ``state.json``, ``dataset_info.json``) that ``datasets.load_from_disk``
+opens, with the chat prompt, the completion and the token-level columns; it is written with
+pyarrow alone, so exporting needs no ``datasets`` install. ``lineage.json`` beside each
+names the lake, the Delta versions read, the judge name and version, the row count and the
+samples excluded by reason.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import pyarrow.parquet as pq
 from learners.dataset import DatasetSpec, Sample, SampleSet, load_samples
 from learners.errors import LearnerConfigError
 
-FORMATS = ("verl", "trl", "openrlhf")
+FORMATS = ("verl", "trl", "openrlhf", "hf")
 
 _MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
 
@@ -132,6 +136,45 @@ def _openrlhf(data: SampleSet, out: Path) -> None:
     ])  # fmt: skip
 
 
+def _hf(data: SampleSet, out: Path) -> None:
+    import hashlib
+
+    schema = pa.schema(
+        [
+            ("prompt", pa.list_(_MESSAGE)), ("completion", pa.string()), ("input_ids", pa.list_(pa.int32())),
+            ("prompt_length", pa.int32()), ("response_mask", pa.list_(pa.int8())),
+            ("rollout_log_probs", pa.list_(pa.float32())), ("temperature", pa.float32()),
+            ("reward", pa.float64()), ("uid", pa.string()), ("episode_id", pa.string()),
+            ("task_id", pa.string()), ("policy_version", pa.string()),
+        ]
+    )  # fmt: skip
+    rows = [
+        {
+            "prompt": _messages(s), "completion": s.completion, "input_ids": s.prompt_ids + s.completion_ids,
+            "prompt_length": len(s.prompt_ids),
+            "response_mask": [0] * len(s.prompt_ids) + [1] * len(s.completion_ids),
+            "rollout_log_probs": s.behaviour_logprobs, "temperature": s.temperature, "reward": s.reward,
+            "uid": s.group_id, "episode_id": s.episode_id, "task_id": s.task_id,
+            "policy_version": s.policy_version,
+        }
+        for s in data.samples
+    ]  # fmt: skip
+    table = pa.Table.from_pylist(rows, schema=schema)
+    name = "data-00000-of-00001.arrow"
+    with pa.OSFile(str(out / name), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    digest = hashlib.sha256((out / name).read_bytes()).hexdigest()[:16]
+    state: dict[str, Any] = {
+        "_data_files": [{"filename": name}], "_fingerprint": digest, "_format_columns": None,
+        "_format_kwargs": {}, "_format_type": None, "_output_all_columns": False, "_split": "train",
+    }  # fmt: skip
+    (out / "state.json").write_text(json.dumps(state, indent=2))
+    # no "features": datasets takes them from the Arrow schema (the same in every datasets version)
+    about = f"trajlake export: {len(rows)} samples judged by {data.judge_name} {data.judge_version}"
+    info = {"description": f"{about}; see lineage.json", "citation": "", "homepage": "", "license": ""}
+    (out / "dataset_info.json").write_text(json.dumps(info, indent=2))
+
+
 def export_dataset(spec: DatasetSpec, fmt: str, out: str | Path) -> dict[str, Any]:
     """Write the samples ``spec`` pins in ``fmt`` under ``out`` (created); return the lineage written.
 
@@ -145,7 +188,7 @@ def export_dataset(spec: DatasetSpec, fmt: str, out: str | Path) -> dict[str, An
         raise LearnerConfigError(f"{target} already holds an export; give a new --out directory")
     target.mkdir(parents=True, exist_ok=True)
     data = load_samples(spec)
-    {"verl": _verl, "trl": _trl, "openrlhf": _openrlhf}[fmt](data, target)
+    {"verl": _verl, "trl": _trl, "openrlhf": _openrlhf, "hf": _hf}[fmt](data, target)
     lineage = {
         "format": fmt,
         "rows": len(data.samples),

@@ -21,7 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from learners.checkpoints import CheckpointInfo, Lineage, load_checkpoint, save_checkpoint
+from learners.checkpoints import (
+    CheckpointInfo,
+    Lineage,
+    OptimizerState,
+    load_checkpoint,
+    load_optimizer_state,
+    save_checkpoint,
+)
 from learners.config import ModelConfig
 from learners.dataset import Batches, DatasetSpec, SampleSet, load_samples
 from learners.tokenizer import CharTokenizer
@@ -62,6 +69,9 @@ class TrainArgs:
     max_policy_lag: int | None = None
     """Train only on samples at most this many policy versions behind the parent (``None``: any);
     a sample whose policy is not in the parent's lineage has an unknown lag and is then left out."""
+    drop_zero_advantage_groups: bool = True
+    """Leave out groups whose episodes all got the same reward (their advantages are all zero, so
+    they only dilute a minibatch; DAPO's dynamic sampling); counted as ``zero_advantage_group``."""
     tis_cap: float = 2.0
     """Truncation of the rollout-correction weight ``pi_prox / pi_behaviour`` per token (token-level
     truncated IS, as verl's rollout correction; the decoupled objective of AReaL)."""
@@ -75,6 +85,9 @@ class TrainArgs:
     """``auto`` (GPU when there is one), ``cpu`` or ``cuda`` (torch)."""
     model: dict[str, int] = field(default_factory=dict)
     """Model configuration when there is no parent."""
+    resume_optimizer: bool = True
+    """Continue the parent's Adam moments and step count when it saved them (one optimiser across
+    iterations, as one long training run has); ``False`` starts them afresh."""
 
 
 @dataclass
@@ -150,6 +163,20 @@ def _parent_lineage(lake: str, parent: CheckpointInfo | None) -> list[str]:
         return [parent.checkpoint_id]  # not folded yet: only the parent itself is known
 
 
+def _drop_zero_advantage(data: SampleSet) -> tuple[int, int]:
+    """Drop every group whose episodes all have one reward; return (groups, groups dropped)."""
+    rewards: dict[str, set[float]] = {}
+    for x in data.samples:
+        rewards.setdefault(x.group_id, set()).add(x.reward)
+    constant = {g for g, r in rewards.items() if len(r) == 1}
+    if constant:
+        kept = [x for x in data.samples if x.group_id not in constant]
+        data.skipped["zero_advantage_group"] += len(data.samples) - len(kept)
+        data.samples = kept
+        data.episodes = len({x.episode_id for x in kept})
+    return len(rewards), len(constant)
+
+
 def _write_metrics(path: Path, rows: list[dict[str, float]]) -> None:
     with open(path, "w") as fh:
         for row in rows:
@@ -165,7 +192,8 @@ def _torch_step(
     batches: Batches,
     args: TrainArgs,
     on_step: Callable[[dict[str, float]], None] | None,
-) -> tuple[dict[str, np.ndarray], list[dict[str, float]]]:
+    opt_state: OptimizerState | None = None,
+) -> tuple[dict[str, np.ndarray], list[dict[str, float]], OptimizerState]:
     import torch
 
     from learners.losses_torch import policy_loss
@@ -182,6 +210,14 @@ def _torch_step(
         ref.load_state_dict(model.state_dict())
         ref.eval()
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    named = dict(model.named_parameters())
+    if opt_state is not None:
+        for name, param in named.items():
+            opt.state[param] = {
+                "step": torch.tensor(float(opt_state.step)),
+                "exp_avg": torch.from_numpy(np.array(opt_state.m[name])).to(device),
+                "exp_avg_sq": torch.from_numpy(np.array(opt_state.v[name])).to(device),
+            }
     # the proximal policy: this step's starting parameters, scored as the training pass scores
     prox = np.zeros_like(batches.arrays["old_logp"])
     with torch.no_grad(), autocast(device):
@@ -227,7 +263,12 @@ def _torch_step(
             opt.step()
             _record(rows, on_step, step, epoch, loss, metrics)
             step += 1
-    return {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}, rows
+    state = OptimizerState(
+        step=(opt_state.step if opt_state else 0) + step,
+        m={n: opt.state[p]["exp_avg"].detach().cpu().numpy() for n, p in named.items() if p in opt.state},
+        v={n: opt.state[p]["exp_avg_sq"].detach().cpu().numpy() for n, p in named.items() if p in opt.state},
+    )
+    return {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}, rows, state
 
 
 def _batch_mismatch(batch: Mapping[str, Any]) -> dict[str, float]:
@@ -239,7 +280,11 @@ def _batch_mismatch(batch: Mapping[str, Any]) -> dict[str, float]:
     _, m = rollout_correction(
         host(batch["prox_logp"]), host(batch["old_logp"]), host(batch["completion_mask"]), float("inf")
     )
-    return {"logp_mismatch_mean": m["logp_mismatch_mean"], "logp_mismatch_max": m["logp_mismatch_max"]}
+    mask = host(batch["completion_mask"])
+    # -E[log pi_behaviour] over the sampled tokens: a Monte-Carlo estimate of the policy's entropy
+    entropy = float(-(host(batch["old_logp"]) * mask).sum() / max(mask.sum(), 1.0))
+    return {"logp_mismatch_mean": m["logp_mismatch_mean"], "logp_mismatch_max": m["logp_mismatch_max"],
+            "entropy_estimate": entropy}  # fmt: skip
 
 
 def _record(
@@ -306,7 +351,8 @@ def _jax_step(
     batches: Batches,
     args: TrainArgs,
     on_step: Callable[[dict[str, float]], None] | None,
-) -> tuple[dict[str, np.ndarray], list[dict[str, float]]]:
+    opt_state: OptimizerState | None = None,
+) -> tuple[dict[str, np.ndarray], list[dict[str, float]], OptimizerState]:
     import jax
     import jax.numpy as jnp
 
@@ -345,6 +391,10 @@ def _jax_step(
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
     opt = _Adam(params, args.lr)
+    if opt_state is not None:
+        opt.t = opt_state.step
+        opt.m = {k: jnp.asarray(opt_state.m[k]) for k in params}
+        opt.v = {k: jnp.asarray(opt_state.v[k]) for k in params}
     rows: list[dict[str, float]] = []
     step = 0
     for epoch in range(args.epochs):
@@ -354,7 +404,8 @@ def _jax_step(
             params = opt.update(params, _clip_grads(grads, args.max_grad_norm))
             _record(rows, on_step, step, epoch, loss, {**m, **_batch_mismatch(nb)})
             step += 1
-    return params_to_numpy(params), rows
+    state = OptimizerState(opt.t, params_to_numpy(opt.m), params_to_numpy(opt.v))
+    return params_to_numpy(params), rows, state
 
 
 # -------------------------------------------------------------------- steps
@@ -397,13 +448,13 @@ def train(
             data.skipped["policy_lag"] += len(data.samples) - len(kept)
             data.samples = kept
             data.episodes = len({x.episode_id for x in kept})
+    groups_seen, zero_groups = _drop_zero_advantage(data) if args.drop_zero_advantage_groups else (0, 0)
     if not data.samples:
         return TrainResult(None, 0, 0.0, [], time.monotonic() - start)
-    batches = Batches(data.samples, batch_size=args.batch_size, max_len=cfg.max_len, seed=args.seed)
-    step_fn = _torch_step if args.backend == "torch" else _jax_step
-    if args.backend not in ("torch", "jax"):
-        raise ValueError(f"unknown backend {args.backend!r}")
-    new_weights, rows = step_fn(cfg, weights, batches, args, on_step)
+    opt_state = load_optimizer_state(args.parent) if (args.parent and args.resume_optimizer) else None
+    new_weights, rows, opt_state = update(
+        cfg, weights, data.samples, args, opt_state=opt_state, on_step=on_step
+    )
     summary = {
         "loss": float(np.mean([r["loss"] for r in rows])),
         "kl": float(np.mean([r.get("kl", 0.0) for r in rows])),
@@ -411,6 +462,9 @@ def train(
         "logp_mismatch_mean": float(np.mean([r.get("logp_mismatch_mean", 0.0) for r in rows])),
         "logp_mismatch_max": float(np.max([r.get("logp_mismatch_max", 0.0) for r in rows])),
         "samples_excluded": dict(data.skipped),
+        "zero_advantage_groups": zero_groups,
+        "zero_advantage_group_frac": zero_groups / groups_seen if groups_seen else 0.0,
+        "entropy_estimate": float(np.mean([r.get("entropy_estimate", 0.0) for r in rows])),
         "policy_lag": lag_counts,
         "mean_reward": data.mean_reward,
         "episodes": data.episodes,
@@ -434,9 +488,42 @@ def train(
             offsets=offsets or {},
             metrics=summary,
         ),
+        optimizer=opt_state,
     )
     _write_metrics(Path(info.path) / "metrics.jsonl", rows)
     return TrainResult(info, len(data.samples), data.mean_reward, rows, time.monotonic() - start)
+
+
+def update(
+    cfg: ModelConfig,
+    weights: dict[str, np.ndarray] | None,
+    samples: Sequence[Any],
+    args: TrainArgs,
+    *,
+    opt_state: OptimizerState | None = None,
+    on_step: Callable[[dict[str, float]], None] | None = None,
+) -> tuple[dict[str, np.ndarray], list[dict[str, float]], OptimizerState]:
+    """The policy-gradient updates of one learner step on ``samples`` (the loss :func:`train` uses).
+
+    Returns the new weights, the metrics per minibatch and the optimiser's state after them.
+
+    Raises:
+        LearnerConfigError: an unknown backend, or an optimiser state of other parameters.
+    """
+    from learners.errors import LearnerConfigError
+
+    if args.backend not in ("torch", "jax"):
+        raise LearnerConfigError(f"unknown learner backend {args.backend!r}: torch or jax")
+    if opt_state is not None and weights is not None:
+        bad = sorted(k for k, w in weights.items() if k in opt_state.m and opt_state.m[k].shape != w.shape)
+        if bad or not set(opt_state.m) <= set(weights):
+            raise LearnerConfigError(
+                "the parent's optimizer.npz does not match its weights (" + ", ".join(bad[:3] or ["names"])
+                + "); train with resume_optimizer=False"
+            )  # fmt: skip
+    batches = Batches(samples, batch_size=args.batch_size, max_len=cfg.max_len, seed=args.seed)
+    step_fn = _torch_step if args.backend == "torch" else _jax_step
+    return step_fn(cfg, weights, batches, args, on_step, opt_state)
 
 
 def supervised_warm_start(
@@ -452,12 +539,16 @@ def supervised_warm_start(
     note: str = "supervised warm start",
     target_loss: float | None = None,
     on_step: Callable[[dict[str, float]], None] | None = None,
+    stop_when: Callable[[Any], bool] | None = None,
+    check_every: int = 25,
 ) -> CheckpointInfo:
     """Next-token training on (prompt, completion) pairs (torch): a starting point for RL.
 
     Its lineage says plainly that it came from these pairs, not from the lake.
     With ``target_loss`` training stops once the mean loss of the last 20
-    steps falls below it (so the warm start only starts the skill off).
+    steps falls below it (so the warm start only starts the skill off). With
+    ``stop_when`` it stops at the first check (every ``check_every`` steps) where
+    ``stop_when(model)`` is true: e.g. a measured success rate on validation data.
     """
     import torch
     import torch.nn.functional as F
@@ -496,6 +587,12 @@ def supervised_warm_start(
             on_step({"step": step, "loss": losses[-1]})
         if target_loss is not None and len(losses) >= 20 and float(np.mean(losses[-20:])) < target_loss:
             break  # stop as soon as the model has started to do the task, and no later
+        if stop_when is not None and (step + 1) % check_every == 0:
+            net.eval()
+            done = stop_when(net)
+            net.train()
+            if done:
+                break
     return save_checkpoint(
         checkpoint_root,
         policy_id=policy_id,

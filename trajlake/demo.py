@@ -1,29 +1,37 @@
-"""``trajlake demo``: the closed loop on the embedded default, end to end.
+"""``trajlake demo``: the closed loop on the embedded default, end to end, as a measurement.
 
 1. The embedded Kafka broker comes up.
-2. The ``wordplay`` family is admitted (real sandboxes, real judges) into the ``tasks`` table.
-3. A short supervised warm start on synthetic strings (never the task words)
-   gives the in-repo transformer a first grip on the skill; it stops as soon
-   as the training loss falls below a threshold.
-4. Iterations: the current checkpoint acts (sampling, as in training) on the
-   held-out tasks to measure it, and in groups on the training tasks by rollout worker processes
-   acting in sandboxes; every step is an event in Kafka; the Beam pipeline
-   folds the log into Delta; the learner reads exactly the new episodes at
-   pinned table versions and takes policy-gradient steps (group-relative
-   advantages, clipped importance weights from the recorded behaviour
-   log-probabilities); the new checkpoint and its lineage go to the
-   ``checkpoints`` table and the log; the next iteration's workers load it.
-5. A summary: episodes, success rate per iteration on held-out and training
-   tasks, failures by category, and a learning-curve PNG.
+2. The ``reverse`` family is generated (``tasks/reverse/make_tasks.py``: random 5-6-letter
+   strings to write reversed, a training split and 200 held-out tasks) and admitted (real
+   sandboxes, the real ``answer`` judge) into the ``tasks`` table through the log.
+3. A supervised warm start on synthetic strings (never a task's) that are mostly 3-4
+   letters long: it stops as soon as it solves 10% of 100 synthetic 5-6-letter validation
+   strings greedily, so the long strings are a skill it mostly lacks.
+4. Iterations: the current checkpoint is evaluated on every held-out task twice (greedy
+   and sampled); it acts in groups on fresh training tasks in rollout worker processes
+   acting in sandboxes (groups whose episodes all scored the same are refilled with new
+   tasks, a bounded number of times, and counted); every step is an event in Kafka; the
+   Beam pipeline folds the log into Delta; the learner reads exactly the new episodes at
+   pinned table versions and takes policy-gradient steps (group-relative advantages,
+   constant-reward groups left out, clipped importance weights from the recorded
+   behaviour log-probabilities, Adam's state carried across iterations); the new
+   checkpoint and its lineage go to the log and the ``checkpoints`` table.
+5. A summary: success per iteration with 95% Wilson intervals (greedy and sampled), the
+   final-minus-first difference with its interval, failures by category, the learning
+   curve as a PNG and ``demo_summary.json``. The demo succeeds only when the lower bound
+   of the greedy final-minus-first interval is above 0.
+6. The final evaluation is judged again by a looser version of the judge, through the log.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 import string
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,68 +42,168 @@ from rich.table import Table
 from ingest.kafka_broker import EmbeddedKafka
 
 if TYPE_CHECKING:
+    from judges.tasks import Task
+    from rollouts import EpisodeOutcome
     from trajlake.settings import Settings
 
-FAMILY_DIR = Path(__file__).resolve().parents[1] / "tasks" / "wordplay"
-HELD_OUT_FROM = 37
-"""wordplay-037 .. 048 are held out: never trained on, never in the warm start."""
+FAMILY_SOURCE = Path(__file__).resolve().parents[1] / "tasks" / "reverse"
+WARM_LENGTHS = (3, 4)
+"""Lengths of most warm-start strings; the tasks' strings are longer (``make_tasks.LENGTHS``)."""
+WARM_LONG_FRACTION = 0.05
+"""Share of warm-start strings with the tasks' lengths (a first grip, no more)."""
+WARM_STOP_SUCCESS = 0.10
+"""The warm start stops once it solves this share of the long validation strings greedily."""
+WARM_CHECK_EVERY = 10
+"""Warm-start steps between two checks of that rule."""
+REFILL_ROUNDS = 2
+"""Times an iteration replaces its constant-reward groups with fresh tasks."""
+RL_HYPERPARAMETERS: dict[str, Any] = {
+    "epochs": 4,
+    "batch_size": 32,
+    "lr": 6e-4,
+    "clip_eps": 0.2,
+    "kl_coef": 0.0,
+}
+"""The learner's settings in each iteration (``bench/learner.py --parts curves`` uses them too)."""
 
 
-def _warm_pairs(exclude: set[str], n: int = 4000, seed: int = 0) -> list[tuple[str, str]]:
+def family_module() -> Any:
+    """``tasks/reverse/make_tasks.py`` as a module (the family's generator)."""
+    spec = importlib.util.spec_from_file_location("trajlake_reverse_tasks", FAMILY_SOURCE / "make_tasks.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def prompt_of(word: str) -> str:
+    """The instruction of the reverse task for ``word``, as the policy reads it."""
+    return f'Write "{word}" reversed into answer.txt.\n'
+
+
+def warm_data(
+    exclude: set[str], lengths: tuple[int, int], *, n: int = 4000, seed: int = 0
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """Warm-start pairs (mostly short strings) and 100 long validation strings, none in ``exclude``."""
     rng = random.Random(seed)
-    pairs: list[tuple[str, str]] = []
-    while len(pairs) < n:
-        w = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 6)))
-        if w not in exclude:
-            pairs.append((f'Write "{w}" reversed into answer.txt.\n', w[::-1]))
-    return pairs
+    seen = set(exclude)
+
+    def draw(k: int, lo: int, hi: int) -> list[str]:
+        out: list[str] = []
+        while len(out) < k:
+            w = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(lo, hi)))
+            if w not in seen:
+                seen.add(w)
+                out.append(w)
+        return out
+
+    n_long = int(n * WARM_LONG_FRACTION)
+    words = draw(n - n_long, *WARM_LENGTHS) + draw(n_long, *lengths)
+    rng.shuffle(words)
+    return [(prompt_of(w), w[::-1]) for w in words], draw(100, *lengths)
 
 
-def _plot(rows: list[dict[str, Any]], path: Path) -> None:
+def greedy_success(model: Any, words: Sequence[str]) -> float:
+    """Share of ``words`` the model reverses exactly, greedily (the warm start's stopping rule)."""
+    from learners.tokenizer import CharTokenizer
+    from learners.torch_model import generate
+
+    tok = CharTokenizer()
+    ok = 0
+    for w in words:
+        ids, _ = generate(model, [tok.BOS, *tok.encode(prompt_of(w))], max_new_tokens=24, greedy=True,
+                          eos_id=tok.EOS)  # fmt: skip
+        ok += tok.decode(ids).rstrip("\n") == w[::-1]
+    return ok / len(words)
+
+
+def plot_curves(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    """Held-out success per iteration, greedy and sampled, with their 95% intervals."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     it = [r["iteration"] for r in rows]
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
-    ax.errorbar(
-        it,
-        [r["eval_success"] for r in rows],
-        yerr=[
-            [r["eval_success"] - r["ci_low"] for r in rows],
-            [r["ci_high"] - r["eval_success"] for r in rows],
-        ],
-        fmt="o-",
-        capsize=3,
-        label="held-out success rate (95% Wilson interval)",
-    )
-    ax.plot(it, [r["eval_reward"] for r in rows], "s--", label="held-out mean reward")
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=120)
+    for key, fmt, label in (("eval", "o-", "greedy"), ("sampled", "s--", "sampled (T=1)")):
+        p = [r[f"{key}_success"] for r in rows]
+        ax.errorbar(
+            [i + (0.04 if key == "sampled" else 0) for i in it], p,
+            yerr=[[v - r[f"{key}_ci_low"] for v, r in zip(p, rows, strict=True)],
+                  [r[f"{key}_ci_high"] - v for v, r in zip(p, rows, strict=True)]],
+            fmt=fmt, capsize=3, label=f"held-out success, {label} (95% Wilson, n={rows[0][key + '_n']})",
+        )  # fmt: skip
     train = [(r["iteration"], r["train_reward"]) for r in rows if r.get("train_reward") is not None]
     if train:
         ax.plot([t[0] for t in train], [t[1] for t in train], "^:", label="training mean reward (sampled)")
     ax.set_xlabel("iteration (checkpoint)")
+    ax.set_xticks(it)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("wordplay: RL through Kafka -> Beam -> Delta -> learner")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _constant_groups(outcomes: Sequence[EpisodeOutcome]) -> set[str]:
+    """Groups whose scored episodes all got one score (nothing to learn from in them)."""
+    scores: dict[str, set[float]] = {}
+    for o in outcomes:
+        if o.group_id is not None and o.score is not None:
+            scores.setdefault(o.group_id, set()).add(round(o.score, 9))
+    return {g for g, s in scores.items() if len(s) == 1}
+
+
+def _row(it: int, checkpoint: str, parts: dict[str, Any]) -> dict[str, Any]:
+    """One iteration's numbers: ``parts`` maps ``eval``/``sampled``/``train`` to split metrics."""
+    row: dict[str, Any] = {"iteration": it, "checkpoint": checkpoint, "episodes": 0, "infra_errors": 0}
+    for key in ("eval", "sampled"):
+        m = parts[key]
+        low, high = m.interval()
+        row |= {f"{key}_success": m.success_rate, f"{key}_successes": m.successes, f"{key}_n": m.judged,
+                f"{key}_ci_low": low, f"{key}_ci_high": high, f"{key}_reward": m.mean_reward}  # fmt: skip
+    tr = parts.get("train")
+    row["train_success"] = tr.success_rate if tr else None
+    row["train_reward"] = tr.mean_reward if tr else None
+    for m in parts.values():
+        if m is not None:
+            row["episodes"] += m.episodes
+            row["infra_errors"] += m.infra_errors
+    return row
 
 
 def run_demo(
     settings: Settings,
     broker: EmbeddedKafka,
     *,
-    iterations: int = 5,
-    group_size: int = 4,
+    iterations: int = 4,
+    group_size: int = 8,
     workers: int = 2,
-    eval_samples: int = 4,
-    family_dir: Path = FAMILY_DIR,
+    tasks_per_iteration: int = 32,
+    held_out: int = 200,
+    family_dir: Path | None = None,
+    seed: int = 0,
     console: Console,
 ) -> bool:
-    """Run the demo; return True when held-out success rose and every phase went through the log.
+    """Run the demo; return True when the held-out greedy success rose measurably.
+
+    "Measurably": the 95% interval of final minus first (Newcombe's) lies above 0.
+
+    Args:
+        settings: where the lake, checkpoints and tasks go, and the broker's address.
+        broker: the embedded broker, started here.
+        iterations: RL iterations (the final evaluation comes after the last).
+        group_size: attempts per training task and iteration (G).
+        workers: rollout worker processes.
+        tasks_per_iteration: fresh training tasks each iteration acts on.
+        held_out: held-out tasks generated (each evaluated greedily and sampled per iteration).
+        console: where the progress goes.
+        seed: seeds the generated tasks, the warm start and every sampler (one run per seed).
+        family_dir: a task family to use instead of generating ``reverse`` (its tasks whose
+            id contains ``-eval-`` are the held-out split).
 
     Raises:
         AdmissionError: a task of the family was rejected (the demo stops before training).
@@ -112,7 +220,7 @@ def run_demo(
     from judges.tasks import find_task_dirs, load_task
     from lake import Lake
     from learners.checkpoints import lineage_chain, publish_checkpoint
-    from learners.evaluation import difference_interval, split_metrics
+    from learners.evaluation import split_metrics
     from learners.trainer import TrainArgs, supervised_warm_start, train
     from rollouts import TaskPool
     from sandboxes import SandboxPool
@@ -127,11 +235,22 @@ def run_demo(
     broker.start()
     console.print(f"broker up on {broker.bootstrap}")
 
-    console.rule("[bold]2. admit the wordplay task family")
+    family = family_module()
+    if family_dir is None:
+        console.rule("[bold]2. generate and admit the reverse task family")
+        family_dir = Path(settings.home) / "tasks" / "reverse"
+        n_train = tasks_per_iteration * (iterations + REFILL_ROUNDS)
+        family.write_family(family_dir, train=n_train, held_out=held_out, seed=seed)
+        lo, hi = family.LENGTHS
+        console.print(f"tasks/reverse/make_tasks.py: {n_train} training and {held_out} held-out tasks "
+                      f"(random {lo}-{hi}-letter strings) in {family_dir}")  # fmt: skip
+    else:
+        console.rule(f"[bold]2. admit the {family_dir.name} task family")
     task_dirs = find_task_dirs([family_dir])
     backend = require_backend(settings)
     prepare_images(settings, backend, {load_task(d).spec.initial_state.image for d in task_dirs},
                    progress=lambda m: console.print(f"[dim]{escape(m)}[/dim]"))  # fmt: skip
+    t0 = time.monotonic()
     with SandboxPool(backend, ADMISSION_SPEC, max_size=workers) as pool:
         results = admit_all(task_dirs, pool, runs=2, workers=workers)
     # the results are events on the tasks topic; the pipeline folds them into the tasks table
@@ -139,28 +258,34 @@ def run_demo(
     fold_log(settings)
     lake = Lake(str(lake_dir))
     admitted = sum(r.admitted for r in results)
-    console.print(f"{admitted}/{len(results)} tasks admitted (spec, reproducible state, judge fails "
-                  "untouched, passes reference, deterministic) -> log -> tasks table")  # fmt: skip
+    console.print(f"{admitted}/{len(results)} tasks admitted in {time.monotonic() - t0:.0f}s (spec, "
+                  "reproducible state, judge fails untouched, passes reference, deterministic) -> log -> "
+                  "tasks table")  # fmt: skip
     if admitted < len(results):
         reasons = rejection_reasons(results).most_common(5)
         raise AdmissionError(
-            f"{len(results) - admitted} of {len(results)} wordplay tasks were rejected, so the demo stops "
-            "here; "
+            f"{len(results) - admitted} of {len(results)} {family_dir.name} tasks were rejected, so the "
+            "demo stops here; "
             + "; ".join(f"{n} task(s): {reason}" for reason, n in reasons)
-            + " (`trajlake tasks admit tasks/wordplay --json` gives every row)"
+            + f" (`trajlake tasks admit {family_dir} --json` gives every row)"
         )
     pool_ = TaskPool.admitted_in([family_dir], lake_dir)
-    train_tasks = [t for t in pool_.tasks if int(t.id.rsplit("-", 1)[1]) < HELD_OUT_FROM]
-    held_out = [t for t in pool_.tasks if int(t.id.rsplit("-", 1)[1]) >= HELD_OUT_FROM]
+    train_tasks = [t for t in pool_.tasks if "-eval-" not in t.id]
+    eval_tasks = [t for t in pool_.tasks if "-eval-" in t.id]
     judge_name, judge_version = shared_judge(pool_.tasks)
-    console.print(f"{len(train_tasks)} training tasks, {len(held_out)} held-out tasks; "
+    console.print(f"{len(train_tasks)} training tasks, {len(eval_tasks)} held-out tasks; "
                   f"judge {judge_name} {judge_version}")  # fmt: skip
 
-    console.rule("[bold]3. supervised warm start (synthetic strings, not the task words)")
+    console.rule("[bold]3. supervised warm start (synthetic strings, mostly shorter than the tasks')")
     words = {t.spec.instruction.split('"')[1] for t in pool_.tasks}
+    pairs, validation = warm_data(words, family.LENGTHS, seed=seed)
     ckpt = supervised_warm_start(
-        _warm_pairs(words), checkpoint_root=str(ckpt_root), steps=1500, target_loss=0.5, lr=2e-3,
-        note="supervised warm start on 4000 synthetic random-letter strings (no task word)",
+        pairs, checkpoint_root=str(ckpt_root), steps=1500, lr=2e-3, seed=seed, check_every=WARM_CHECK_EVERY,
+        stop_when=lambda net: greedy_success(net, validation) >= WARM_STOP_SUCCESS,
+        note=(f"supervised warm start on {len(pairs)} synthetic strings ({1 - WARM_LONG_FRACTION:.0%} of "
+              f"{WARM_LENGTHS[0]}-{WARM_LENGTHS[1]} letters; no task string), stopped at "
+              f"{WARM_STOP_SUCCESS:.0%} greedy success on 100 synthetic {family.LENGTHS[0]}-"
+              f"{family.LENGTHS[1]}-letter strings"),
     )  # fmt: skip
     publish_checkpoint(settings.kafka_bootstrap, settings.topic_learner, ckpt)  # folded with the next batch
     wm = ckpt.lineage.metrics
@@ -169,44 +294,56 @@ def run_demo(
     rows: list[dict[str, Any]] = []
     all_ids: set[str] = set()
     final_eval_ids: list[str] = []
+    next_task = 0
+
+    def fresh(n: int) -> list[Task]:
+        nonlocal next_task
+        picked = [train_tasks[(next_task + i) % len(train_tasks)] for i in range(n)]
+        next_task += n
+        return picked
+
     for it in range(iterations + 1):
         last = it == iterations
         console.rule(
             f"[bold]4.{it} iteration {it}: {ckpt.checkpoint_id}" + (" (final evaluation)" if last else "")
         )
         t0 = time.monotonic()
-        spec = f"local:{ckpt.path}?seed={1000 + it}"
-        ev = rollout(
-            settings, held_out, spec, group_size=eval_samples, workers=workers, tag=f"eval{it}", seed=it
-        )
-        tr = []
+        local = f"local:{ckpt.path}"
+        run_seed = 100_000 * seed + 100 * it
+        greedy = rollout(settings, eval_tasks, f"{local}?greedy=1", group_size=1, workers=workers,
+                         tag=f"eval{it}-greedy", seed=run_seed)  # fmt: skip
+        sampled = rollout(settings, eval_tasks, f"{local}?seed={run_seed + 50}", group_size=1,
+                          workers=workers, tag=f"eval{it}-sampled", seed=run_seed)  # fmt: skip
+        tr: list[EpisodeOutcome] = []
+        constant = refilled = 0
         if not last:
-            tr = rollout(settings, train_tasks, f"local:{ckpt.path}?seed={it}", group_size=group_size,
-                         workers=workers, tag=f"train{it}", seed=it)  # fmt: skip
+            batch = fresh(tasks_per_iteration)
+            for rnd in range(REFILL_ROUNDS + 1):
+                out = rollout(settings, batch, f"{local}?seed={run_seed + rnd}", group_size=group_size,
+                              workers=workers, tag=f"train{it}-{rnd}", seed=run_seed)  # fmt: skip
+                tr += out
+                flat = _constant_groups(out)
+                constant += len(flat)
+                if not flat or rnd == REFILL_ROUNDS:
+                    break
+                batch = fresh(len(flat))  # each constant-reward group is replaced by a fresh task
+                refilled += len(batch)
         t_roll = time.monotonic() - t0
         folded = fold_log(settings)
-        ev_m = split_metrics(lake_dir, {o.episode_id for o in ev}, judge_name)
-        tr_m = split_metrics(lake_dir, {o.episode_id for o in tr}, judge_name) if tr else None
-        all_ids |= {o.episode_id for o in ev + tr}
-        final_eval_ids = [o.episode_id for o in ev]
-        row: dict[str, Any] = {
-            "iteration": it,
-            "checkpoint": ckpt.checkpoint_id,
-            "eval_success": ev_m.success_rate,
-            "eval_successes": ev_m.successes,
-            "n": ev_m.judged,
-            "ci_low": ev_m.interval()[0],
-            "ci_high": ev_m.interval()[1],
-            "eval_reward": ev_m.mean_reward,
-            "train_success": tr_m.success_rate if tr_m else None,
-            "train_reward": tr_m.mean_reward if tr_m else None,
-            "episodes": ev_m.episodes + (tr_m.episodes if tr_m else 0),
-            "infra_errors": ev_m.infra_errors + (tr_m.infra_errors if tr_m else 0),
+        parts = {
+            "eval": split_metrics(lake_dir, {o.episode_id for o in greedy}, judge_name),
+            "sampled": split_metrics(lake_dir, {o.episode_id for o in sampled}, judge_name),
+            "train": split_metrics(lake_dir, {o.episode_id for o in tr}, judge_name) if tr else None,
         }
+        row = _row(it, ckpt.checkpoint_id, parts) | {"constant_groups": constant, "refilled": refilled}
+        all_ids |= {o.episode_id for o in greedy + sampled + tr}
+        final_eval_ids = [o.episode_id for o in greedy]
         msg = (f"{row['episodes']} episodes in {t_roll:.0f}s, {folded} records folded; held-out success "
-               f"{ev_m.success_rate:.0%} (reward {ev_m.mean_reward:.2f})")  # fmt: skip
-        if tr_m:
-            msg += f"; training success {tr_m.success_rate:.0%} (reward {tr_m.mean_reward:.2f})"
+               f"greedy {row['eval_success']:.1%} [{row['eval_ci_low']:.1%}, {row['eval_ci_high']:.1%}], "
+               f"sampled {row['sampled_success']:.1%} (n = {row['eval_n']})")  # fmt: skip
+        if not last:
+            msg += (f"; training reward {row['train_reward']:.2f}, {constant} constant-reward groups "
+                    f"({refilled} refilled)")  # fmt: skip
         console.print(msg)
         if not last:
             res = train(
@@ -217,12 +354,8 @@ def run_demo(
                     judge_version=judge_version,
                     parent=ckpt.path,
                     task_ids=[t.id for t in train_tasks],
-                    epochs=2,
-                    batch_size=32,
-                    lr=3e-4,
-                    clip_eps=0.2,
-                    kl_coef=0.0,
-                    seed=it,
+                    seed=run_seed,
+                    **RL_HYPERPARAMETERS,
                 )  # fmt: skip
             )
             if res.checkpoint is None:
@@ -231,29 +364,27 @@ def run_demo(
             ckpt = res.checkpoint
             publish_checkpoint(settings.kafka_bootstrap, settings.topic_learner, ckpt)
             m = ckpt.lineage.metrics
-            row.update(loss=m["loss"], kl=m["kl"], clip_frac=m["clip_frac"], samples=res.samples)
+            row.update(loss=m["loss"], kl=m["kl"], clip_frac=m["clip_frac"], samples=res.samples,
+                       entropy=m["entropy_estimate"],
+                       zero_adv_frac=m["zero_advantage_group_frac"])  # fmt: skip
             console.print(f"learner: {res.samples} samples (tables {ckpt.lineage.table_versions}) -> "
-                          f"{ckpt.checkpoint_id}, loss {m['loss']:.3f}, "
-                          f"clip {m['clip_frac']:.2f}")  # fmt: skip
+                          f"{ckpt.checkpoint_id}, loss {m['loss']:.3f}, clip {m['clip_frac']:.2f}, "
+                          f"entropy {m['entropy_estimate']:.2f}, zero-advantage groups "
+                          f"{m['zero_advantage_group_frac']:.0%}")  # fmt: skip
         rows.append(row)
 
     console.rule("[bold]5. summary")
-    table = Table(title="per iteration (held-out = tasks never trained on)")
-    for col in (
-        "iter",
-        "checkpoint",
-        "episodes",
-        "held-out success",
-        "held-out reward",
-        "train success",
-        "train reward",
-    ):
-        table.add_column(col, justify="right" if col not in ("checkpoint",) else "left")
+    table = Table(title="per iteration (held-out = tasks never trained on; 95% Wilson intervals)")
+    for col in ("iter", "checkpoint", "episodes", "greedy success", "sampled success", "train reward",
+                "const. groups"):  # fmt: skip
+        table.add_column(col, justify="left" if col == "checkpoint" else "right")
     for r in rows:
         table.add_row(
-            str(r["iteration"]), r["checkpoint"][-13:], str(r["episodes"]), f"{r['eval_success']:.0%}",
-            f"{r['eval_reward']:.2f}", "-" if r["train_success"] is None else f"{r['train_success']:.0%}",
+            str(r["iteration"]), r["checkpoint"][-13:], str(r["episodes"]),
+            f"{r['eval_success']:.1%} [{r['eval_ci_low']:.0%}, {r['eval_ci_high']:.0%}]",
+            f"{r['sampled_success']:.1%} [{r['sampled_ci_low']:.0%}, {r['sampled_ci_high']:.0%}]",
             "-" if r["train_reward"] is None else f"{r['train_reward']:.2f}",
+            "-" if r["train_reward"] is None else str(r["constant_groups"]),
         )  # fmt: skip
     console.print(table)
     failures = [f for f in lake.read("failures").to_pylist() if f["episode_id"] in all_ids]
@@ -264,37 +395,79 @@ def run_demo(
         breakdown.add_row(cat, (sig or "")[:70], str(n))
     console.print(breakdown)
     png = Path(settings.home) / "learning_curve.png"
-    _plot(rows, png)
+    plot_curves(rows, png, "reverse: RL through Kafka -> Beam -> Delta -> learner")
     chain = lineage_chain(lake_dir, ckpt.checkpoint_id)
     console.print(f"learning curve: {png}")
     console.print(f"lineage of {ckpt.checkpoint_id}: {len(chain)} checkpoints back to the warm start "
                   f"(`trajlake lineage {ckpt.checkpoint_id}`)")  # fmt: skip
-    _rejudge_step(settings, lake, backend, held_out, final_eval_ids, workers=workers, console=console)
-    first, final = rows[0]["eval_success"], rows[-1]["eval_success"]
-    diff, low, high = difference_interval(
-        rows[0]["eval_successes"], rows[0]["n"], rows[-1]["eval_successes"], rows[-1]["n"]
-    )
-    summary = {
-        "iterations": [
-            {k: r[k] for k in ("iteration", "checkpoint", "eval_success", "ci_low", "ci_high", "n")}
-            for r in rows
-        ],
-        "improvement": {"diff": diff, "ci_low": low, "ci_high": high},
-        "interval": "95% Wilson per iteration; Newcombe's hybrid score interval for final minus first",
-    }
+    _rejudge_step(settings, lake, backend, eval_tasks, final_eval_ids, workers=workers, console=console)
+    summary = demo_summary(rows)
+    summary["seconds"] = round(time.monotonic() - started, 1)
     (Path(settings.home) / "demo_summary.json").write_text(json.dumps(summary, indent=2))
-    n0, n1 = rows[0]["n"], rows[-1]["n"]
-    console.print(f"held-out success, final minus first: {diff:+.0%} (95% interval {low:+.0%} .. "
-                  f"{high:+.0%}; n = {n0} and {n1}) -> {settings.home}/demo_summary.json")  # fmt: skip
-    improved = bool(final > first)
-    verdict = "[green]rose[/green]" if improved else "[red]did not rise[/red]"
-    console.print(f"held-out success {verdict}: {first:.0%} -> {final:.0%} in {iterations} RL iterations "
-                  f"({time.monotonic() - started:.0f}s)")  # fmt: skip
+    first, final = rows[0], rows[-1]
+    imp, imp_s = summary["improvement"], summary["improvement_sampled"]
+    console.print(f"held-out success, final minus first: greedy {imp['diff']:+.1%} (95% interval "
+                  f"{imp['ci_low']:+.1%} .. {imp['ci_high']:+.1%}; n = {first['eval_n']} and "
+                  f"{final['eval_n']}), sampled {imp_s['diff']:+.1%} ({imp_s['ci_low']:+.1%} .. "
+                  f"{imp_s['ci_high']:+.1%}) -> {settings.home}/demo_summary.json")  # fmt: skip
+    improved = bool(imp["ci_low"] > 0)
+    elapsed = time.monotonic() - started
+    if improved:
+        console.print(f"held-out success [green]rose[/green]: greedy {first['eval_success']:.1%} -> "
+                      f"{final['eval_success']:.1%} in {iterations} RL iterations, the interval of the "
+                      f"difference above 0 ({elapsed:.0f}s)")  # fmt: skip
+    else:
+        console.print(f"[red]held-out success did not rise measurably[/red]: greedy "
+                      f"{first['eval_success']:.1%} -> {final['eval_success']:.1%}, and the 95% interval "
+                      f"of the difference ({imp['ci_low']:+.1%} .. {imp['ci_high']:+.1%}) does not lie "
+                      f"above 0 ({elapsed:.0f}s)")  # fmt: skip
     return improved
 
 
-# A looser judge: only "a word written to answer.txt" and "right length" of the hidden tests.
-LOOSE_JUDGE = {"name": "tests", "config": {"extra_args": ["-k", "one_word or same_length"]}}
+def demo_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``demo_summary.json`` holds.
+
+    Per iteration the greedy and sampled success with 95% Wilson intervals, and final
+    minus first with Newcombe's interval, for both.
+    """
+    from learners.evaluation import difference_interval
+
+    first, final = rows[0], rows[-1]
+
+    def improvement(key: str) -> dict[str, float]:
+        d, low, high = difference_interval(
+            first[f"{key}_successes"], first[f"{key}_n"], final[f"{key}_successes"], final[f"{key}_n"]
+        )
+        return {"diff": d, "ci_low": low, "ci_high": high}
+
+    extra = ("train_reward", "constant_groups", "refilled", "entropy", "zero_adv_frac", "samples")
+    return {
+        "iterations": [
+            {
+                "iteration": r["iteration"],
+                "checkpoint": r["checkpoint"],
+                "eval_success": r["eval_success"],
+                "ci_low": r["eval_ci_low"],
+                "ci_high": r["eval_ci_high"],
+                "n": r["eval_n"],
+                "sampled_success": r["sampled_success"],
+                "sampled_ci_low": r["sampled_ci_low"],
+                "sampled_ci_high": r["sampled_ci_high"],
+                "sampled_n": r["sampled_n"],
+                **{k: r[k] for k in extra if k in r},
+            }
+            for r in rows
+        ],  # fmt: skip
+        "improvement": improvement("eval"),
+        "improvement_sampled": improvement("sampled"),
+        "eval": "greedy decoding on every held-out task (eval_success: the success rule) and one sample "
+        "at temperature 1 on each (sampled_success)",
+        "interval": "95% Wilson per iteration; Newcombe's hybrid score interval for final minus first",
+    }
+
+
+# A looser judge version: an answer with three quarters of its checks right passes.
+LOOSE_JUDGE = {"name": "answer", "config": {"pass_score": 0.75}}
 
 
 def _rejudge_step(
@@ -337,7 +510,7 @@ def _rejudge_step(
     flips = report.flips()
     console.print(
         f"re-judged {report.count('judged')} held-out episodes from their archived final states with "
-        f"tests {version} (only 'a word written' and 'right length'), run {report.run_id}: "
+        f"answer {version} (a pass from a score of 0.75 on), run {report.run_id}: "
         f"{report.count('skipped')} skipped, {report.count('error')} errors in {report.seconds:.0f}s, "
         f"{folded} judgements folded"
     )

@@ -232,10 +232,13 @@ class ExportFormat(StrEnum):
     verl = "verl"
     trl = "trl"
     openrlhf = "openrlhf"
+    hf = "hf"
 
 
 def export(
-    fmt: Annotated[ExportFormat, typer.Option("--format", help="verl | trl | openrlhf.")],
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", help="verl | trl | openrlhf | hf (a datasets directory).")
+    ],
     out: Annotated[Path, typer.Option(help="New directory to write the export and its lineage.json into.")],
     judge: Annotated[
         str | None, typer.Option(help="Judge whose rewards label the samples (default: the most common).")

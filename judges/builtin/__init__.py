@@ -1,5 +1,6 @@
 """The built-in judges; importing this package registers them."""
 
+from judges.builtin.answer import AnswerJudge
 from judges.builtin.assertions import AssertionsJudge
 from judges.builtin.composite import CompositeJudge
 from judges.builtin.efficiency import EfficiencyJudge
@@ -8,6 +9,7 @@ from judges.builtin.static import StaticJudge
 from judges.builtin.tests import TestsJudge
 
 __all__ = [
+    "AnswerJudge",
     "AssertionsJudge",
     "CompositeJudge",
     "EfficiencyJudge",

@@ -106,8 +106,13 @@ def test_pinned_reads_exclusions_increments_training_and_lineage(world: dict[str
     new = load_samples(DatasetSpec(lake=lake, judge_name=judge.name, since=v1.table_versions))
     assert {x.group_id for x in new.samples} == {"g2:wordplay-004"}
 
-    # learner steps in both backends, each reading only what is new since its parent
+    # learner steps in both backends, each reading only what is new since its parent; a group whose
+    # episodes all got one reward is left out (its advantages are all 0) and counted
     root = world["root"]
+    rewards: dict[str, set[float]] = {}
+    for x in now.samples:
+        rewards.setdefault(x.group_id, set()).add(x.reward)
+    flat = sum(1 for x in now.samples if len(rewards[x.group_id]) == 1)
     for backend in ("torch", "jax"):
         res = train(
             TrainArgs(
@@ -120,7 +125,9 @@ def test_pinned_reads_exclusions_increments_training_and_lineage(world: dict[str
                 batch_size=4,
             )
         )
-        assert res.checkpoint is not None and res.samples == 8 and res.metrics
+        assert res.checkpoint is not None and res.samples == 8 - flat and res.metrics
+        excluded = res.checkpoint.lineage.metrics["samples_excluded"]
+        assert excluded.get("zero_advantage_group", 0) == flat
         info, _, weights = load_checkpoint(res.checkpoint.path)
         assert info.lineage.table_versions == now.table_versions
         assert (

@@ -100,6 +100,19 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
         assert t["rollout_log_probs"] == pytest.approx([-0.5, -0.2, -0.1])
     by_episode = {t["episode_id"]: t for t in tokens}
     assert by_episode["a2"]["reward"] == 0.0 and by_episode["a1"]["uid"] == "ga"
+    # the Hugging Face datasets directory, opened by datasets itself
+    import datasets
+
+    hf_lineage = export_dataset(DatasetSpec(lake=cfg.lake_root, judge_name="tests"), "hf", tmp_path / "hf")
+    ds = datasets.load_from_disk(str(tmp_path / "hf"))
+    assert ds.num_rows == hf_lineage["rows"] == 9 and ds.split == "train"
+    assert hf_lineage["table_versions"] == later.table_versions
+    hf_rows = {r["episode_id"]: r for r in ds}
+    for eid, t in by_episode.items():  # token for token what the verl export (and the lake) hold
+        r = hf_rows[eid]
+        assert r["input_ids"] == t["input_ids"] and r["response_mask"] == t["response_mask"]
+        assert r["rollout_log_probs"] == pytest.approx(t["rollout_log_probs"]) and r["uid"] == t["uid"]
+        assert r["reward"] == t["reward"] and r["prompt_length"] == t["prompt_length"]
     cli = Path(sys.executable).with_name("trajlake")
     env = {**os.environ, "TRAJLAKE_HOME": str(tmp_path / "home")}
     p = subprocess.run(
@@ -113,4 +126,4 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
         [str(cli), "export", "--format", "trl", "--out", str(tmp_path / "trl"), "--lake", cfg.lake_root],
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    assert again_cli.returncode == 2 and "already holds an export" in again_cli.stderr
+    assert again_cli.returncode == 2 and "already holds an export" in " ".join(again_cli.stderr.split())

@@ -181,7 +181,7 @@ def test_import_of_a_malformed_file_fails_clearly(tmp_path: Path) -> None:
 @pytest.mark.kafka
 @pytest.mark.timeout(1000)
 def test_demo_runs_the_closed_loop_end_to_end(tmp_path: Path) -> None:
-    """The README's first command: held-out success rises, a PNG and a lineage chain exist.
+    """The README's first command: held-out success rises measurably, a PNG and a lineage chain exist.
 
     ``.ci/run`` runs ``./dev demo`` itself on an unprepared machine (empty image store, fresh
     home) and hands its home over in ``TRAJLAKE_DEMO_HOME``, with its output in ``demo.log``;
@@ -194,31 +194,39 @@ def test_demo_runs_the_closed_loop_end_to_end(tmp_path: Path) -> None:
         if given:
             out = (home / "demo.log").read_text()
         else:
-            # the issue's bound for the demo is 15 minutes on this 2-core machine
-            proc = run(home, port, "demo", "--iterations", "5", check=False, timeout=900)
+            # the issue's bound for the demo is 10 minutes on this 2-core machine (a first run also
+            # builds the base image)
+            proc = run(home, port, "demo", check=False, timeout=1200)
             out = proc.stdout
             assert proc.returncode == 0, out[-4000:] + proc.stderr[-4000:]
         assert "Traceback" not in out
-        assert "48/48 tasks admitted" in out
-        assert out.count("learner: 144 samples") == 5
+        assert "392/392 tasks admitted" in out
+        assert out.count("learner: ") == 4
         assert "held-out success rose:" in out
         assert (home / "learning_curve.png").stat().st_size > 10_000
         summary = json.loads((home / "demo_summary.json").read_text())
-        assert [r["iteration"] for r in summary["iterations"]] == list(range(6))
-        assert all(
-            r["ci_low"] <= r["eval_success"] <= r["ci_high"] and r["n"] > 0 for r in summary["iterations"]
-        )
+        rows = summary["iterations"]
+        assert [r["iteration"] for r in rows] == list(range(5))
+        for r in rows:  # 200 held-out tasks, each evaluated greedily and sampled, with Wilson intervals
+            assert r["n"] == r["sampled_n"] == 200
+            assert r["ci_low"] <= r["eval_success"] <= r["ci_high"]
+            assert r["sampled_ci_low"] <= r["sampled_success"] <= r["sampled_ci_high"]
         imp = summary["improvement"]
         assert imp["ci_low"] <= imp["diff"] <= imp["ci_high"]
+        assert imp["ci_low"] > 0  # the success rule the exit code follows
+        assert all("entropy" in r and "zero_adv_frac" in r for r in rows[:-1])
         assert "final minus first" in out
         assert (home / "lake" / "checkpoints").is_dir()
-        # the re-judge step scored the 48 final-evaluation episodes again, through the log
-        assert "re-judged 48 held-out episodes" in out
+        # the re-judge step scored the 200 greedy final-evaluation episodes again, through the log
+        assert "re-judged 200 held-out episodes" in out
         rewards = Lake(home / "lake").read("rewards").to_pylist()
         rejudged = [r for r in rewards if r["source"] == "rejudge"]
-        assert len(rejudged) == 48 and {r["judge_name"] for r in rejudged} == {"tests"}
+        assert len(rejudged) == 200 and {r["judge_name"] for r in rejudged} == {"answer"}
         lineage = run(home, port, "lineage", "latest").stdout
-        assert "composite" in lineage and '"episodes": 5' in lineage and "supervised warm start" in lineage
+        assert "answer" in lineage and "supervised warm start" in lineage
+        # Adam's state went from checkpoint to checkpoint
+        ckpts = sorted((home / "checkpoints").glob("tinylm-*/optimizer.npz"))
+        assert len(ckpts) == 4
     finally:
         if not given:
             run(home, port, "down", check=False)
