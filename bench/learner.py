@@ -443,6 +443,7 @@ def _plot_curves(runs: list[dict[str, Any]], n: int, path: Path) -> None:
     ax.plot([], [], "o-", color="tab:blue", label="real rewards (one line per seed)")
     ax.plot([], [], "s--", color="tab:gray", label="shuffled rewards (control)")
     ax.set_xlabel("iteration")
+    ax.set_xticks(sorted({x["iteration"] for r in runs for x in r["rows"]}))
     ax.set_ylabel(f"held-out greedy success (n={n}, 95% Wilson bands)")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("the demo's loop: real vs shuffled rewards")

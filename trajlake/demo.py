@@ -53,7 +53,7 @@ WARM_LONG_FRACTION = 0.05
 """Share of warm-start strings with the tasks' lengths (a first grip, no more)."""
 WARM_STOP_SUCCESS = 0.10
 """The warm start stops once it solves this share of the long validation strings greedily."""
-WARM_CHECK_EVERY = 10
+WARM_CHECK_EVERY = 25
 """Warm-start steps between two checks of that rule."""
 REFILL_ROUNDS = 2
 """Times an iteration replaces its constant-reward groups with fresh tasks."""
