@@ -5,11 +5,13 @@ Run::
     .venv/bin/python bench/learner.py [--samples N] [--device cpu|cuda] [--parts data,train,rollout]
     .venv/bin/python bench/learner.py --parts curves [--seeds 5] [--plot PNG]
 
-- ``data``: a lake with ``--samples`` model-call samples (episodes, steps and
-  rewards tables written with the real schemas) is read by
-  ``learners.dataset.load_samples`` at pinned versions and turned into torch
-  minibatches (``Batches.torch``): samples/s and tokens/s delivered, Delta read
-  and JSON decoding included.
+- ``data``: a lake of ``--samples`` two-turn episodes with their chat messages
+  (episodes, steps, rewards and samples tables, folded by the pipeline's own
+  projection) is read by ``learners.dataset.load_samples`` at pinned versions
+  (the ``samples`` table, with column and filter pushdown) and turned into torch
+  minibatches (``Batches.torch``): samples/s and loss tokens/s delivered. The
+  baseline in the same run: the read path before the ``samples`` table, every
+  model call's JSON payload decoded from ``steps``.
 - ``train``: the policy-gradient step (sequence log-probs, clipped
   importance-weighted loss, backward, Adam) on minibatches of the same shape:
   samples/s and tokens/s consumed, for the small model (the demo's) and a
@@ -54,71 +56,111 @@ PROMPT = 'Write "{w}" reversed into answer.txt.\n'
 
 
 def make_lake(root: Path, n: int, seed: int = 0) -> None:
-    """Episodes, steps and rewards tables with ``n`` model-call samples (4 per group)."""
+    """A lake of ``n`` two-turn episodes (4 per group), folded by the pipeline's own projection.
+
+    Each episode: the prompt as chat messages, a first completion, a tool call and its
+    output, a second completion whose prompt continues the first call's token history
+    (so the two calls are one training sequence), a reward and the end. The events go
+    through :func:`pipelines.fold_episode` and the row functions of every table the
+    learner reads, as the Beam pipeline writes them.
+    """
     import datetime as dt
 
     import pyarrow as pa
     from deltalake import write_deltalake
 
     from learners.tokenizer import CharTokenizer
+    from pipelines import episode_row, fold_episode, reward_rows, step_rows
+    from pipelines.samples import sample_rows
+    from schemas import SDK_VERSION, current_version, new_id, parse_event
     from schemas.tables import TABLES
 
     rng = np.random.default_rng(seed)
     tok = CharTokenizer()
-    now = dt.datetime.now(dt.UTC)
-    eps, steps, rewards = [], [], []
+    t0 = dt.datetime.now(dt.UTC)
+    rows: dict[str, list[dict[str, Any]]] = {"episodes": [], "steps": [], "rewards": [], "samples": []}
+
+    def event(eid: str, seq: int, kind: str, payload: dict[str, Any]) -> Any:
+        return parse_event({
+            "event_id": new_id(), "episode_id": eid, "seq": seq, "type": kind,
+            "ts": (t0 + dt.timedelta(milliseconds=seq)).isoformat(), "schema_version": current_version(kind),
+            "producer": {"worker_id": "bench", "host": "h", "sdk_version": SDK_VERSION}, "payload": payload,
+        })  # fmt: skip
+
     for i in range(n):
         w = "".join(chr(97 + c) for c in rng.integers(0, 26, size=rng.integers(3, 7)))
         eid = f"ep-{i:07d}"
-        comp = [*tok.encode(w[::-1]), tok.EOS]
-        payload = {
-            "completion": w[::-1],
-            "prompt_token_ids": [tok.BOS, *tok.encode(PROMPT.format(w=w))],
-            "completion_token_ids": comp,
-            "completion_logprobs": [float(x) for x in -rng.random(len(comp))],
-        }
-        eps.append(
-            {
-                "episode_id": eid,
-                "task_id": f"t{i // 4}",
-                "task_family": "bench",
-                "policy_version": "v0",
-                "group_id": f"g{i // 4}",
-                "status": "success",
-                "completeness": "complete",
-                "num_events": 8,
-                "max_seq": 7,
-                "num_model_calls": 1,
-                "num_tool_calls": 2,
-                "started_at": now,
-                "ended_at": now,
-            }
-        )
-        steps.append(
-            {
-                "episode_id": eid,
-                "seq": 1,
-                "event_id": f"e{i}",
-                "type": "model_call",
-                "ts": now,
-                "text": w[::-1],
-                "payload": json.dumps(payload),
-            }
-        )
-        rewards.append(
-            {
-                "episode_id": eid,
-                "judge_name": "bench",
-                "judge_version": "1",
-                "event_id": f"r{i}",
-                "ts": now,
-                "score": float(rng.random()),
-                "verdict": "pass",
+        system = {"role": "system", "content": "You act in a sandbox. Tools: bash, write_file, submit."}
+        user = {"role": "user", "content": PROMPT.format(w=w)}
+        p1 = [tok.BOS, *tok.encode(PROMPT.format(w=w))]
+        c1 = [*tok.encode("cat answer.txt"), tok.EOS]
+        out = "no such file\n"
+        p2 = [*p1, *c1, *tok.encode(out)]
+        c2 = [*tok.encode(w[::-1]), tok.EOS]
+
+        def lp(k: int) -> list[float]:
+            return [float(x) for x in -rng.random(k)]
+
+        events = [
+            event(eid, 0, "episode_started", {
+                "task": {"id": f"t{i // 4}", "family": "bench"}, "policy": {"id": "p", "version": "v0"},
+                "group_id": f"g{i // 4}", "sampling": {"temperature": 1.0},
+            }),
+            event(eid, 1, "model_call", {
+                "messages": [system, user], "completion": "cat answer.txt", "prompt_token_ids": p1,
+                "completion_token_ids": c1, "completion_logprobs": lp(len(c1)),
+            }),
+            event(eid, 2, "tool_call", {"call_id": "c1", "tool": "bash", "arguments": {"command": "cat a"}}),
+            event(eid, 3, "tool_result", {"call_id": "c1", "exit_code": 1, "stdout": {"text": out, "size": 13}}),  # noqa: E501
+            event(eid, 4, "model_call", {
+                "messages": [system, user, {"role": "assistant", "content": "cat answer.txt"},
+                             {"role": "tool", "content": out, "tool_call_id": "c1"}],
+                "completion": w[::-1], "prompt_token_ids": p2, "completion_token_ids": c2,
+                "completion_logprobs": lp(len(c2)),
+            }),
+            event(eid, 5, "reward", {
+                "judge_name": "bench", "judge_version": "1", "score": float(rng.random()), "verdict": "pass",
                 "source": "online",
-            }
+            }),
+            event(eid, 6, "episode_ended", {"status": "success", "num_events": 6}),
+        ]  # fmt: skip
+        state = fold_episode(eid, events)
+        rows["episodes"].append(episode_row(state))
+        rows["steps"] += step_rows(state)
+        rows["rewards"] += reward_rows(state)
+        rows["samples"] += sample_rows(state)
+    for name, table_rows in rows.items():
+        write_deltalake(
+            str(root / name), pa.Table.from_pylist(table_rows, schema=TABLES[name]), mode="overwrite"
         )
-    for name, rows in (("episodes", eps), ("steps", steps), ("rewards", rewards)):
-        write_deltalake(str(root / name), pa.Table.from_pylist(rows, schema=TABLES[name]), mode="overwrite")
+
+
+def read_payloads(root: str) -> int:
+    """The baseline: the read path before the ``samples`` table (each model call's JSON from ``steps``).
+
+    Returns the number of token ids it rebuilt; what it builds is what the learner needs (prompt,
+    completion ids and log-probs per call), so the two paths do the same work for the loss.
+    """
+    import orjson
+    import pyarrow.compute as pc
+
+    from lake import Lake
+
+    lake = Lake(root)
+    eps = lake.read("episodes")
+    rw = lake.read("rewards")
+    keep = set(eps.column("episode_id").to_pylist()) & set(rw.column("episode_id").to_pylist())
+    steps = lake.read("steps")
+    steps = steps.filter(pc.equal(steps.column("type"), "model_call"))
+    tokens = 0
+    for eid, raw in zip(
+        steps.column("episode_id").to_pylist(), steps.column("payload").to_pylist(), strict=True
+    ):
+        if eid in keep:
+            p = orjson.loads(raw)
+            ids = list(p["prompt_token_ids"]) + list(p["completion_token_ids"])
+            tokens += len(ids) + len(list(p["completion_logprobs"]))
+    return tokens
 
 
 def bench_data(n: int, batch_size: int) -> dict[str, Any]:
@@ -128,7 +170,11 @@ def bench_data(n: int, batch_size: int) -> dict[str, Any]:
     from learners.dataset import Batches, DatasetSpec, load_samples
 
     with tempfile.TemporaryDirectory() as tmp:
+        t_make = time.perf_counter()
         make_lake(Path(tmp), n)
+        print(
+            f"data: a lake of {n} two-turn episodes folded in {time.perf_counter() - t_make:.1f}s", flush=True
+        )
         t0 = time.perf_counter()
         data = load_samples(DatasetSpec(lake=tmp, judge_name="bench"))
         t_read = time.perf_counter() - t0
@@ -138,20 +184,28 @@ def bench_data(n: int, batch_size: int) -> dict[str, Any]:
         t2 = time.perf_counter()
         tokens = 0
         for b in batches.torch("cpu"):
-            tokens += int((b["input_ids"] != 0).sum())
+            tokens += int(b["completion_mask"].sum())
         t_epoch = time.perf_counter() - t2
+        t3 = time.perf_counter()
+        read_payloads(tmp)
+        t_json = time.perf_counter() - t3
     n_s = len(data.samples)
     total = t_read + t_build + t_epoch
     return {
         "samples": n_s,
+        "episodes": data.episodes,
+        "merged_calls": data.token_history.get("merged_calls", 0),
         "read_s": t_read,
         "build_s": t_build,
         "epoch_s": t_epoch,
         # end to end: Delta at a pinned version -> samples -> padded arrays -> one epoch of torch batches
         "samples_per_s": n_s / total,
-        "tokens_per_s": tokens / total,
+        "loss_tokens_per_s": tokens / total,
         # each further epoch over the same samples
         "epoch_samples_per_s": n_s / t_epoch,
+        # the baseline: the same episodes read by decoding each model call's JSON from steps
+        "json_read_s": t_json,
+        "read_speedup_vs_json": t_json / t_read,
     }
 
 
@@ -306,40 +360,57 @@ def bench_rollout(episodes_per_worker: int) -> dict[str, Any]:
     return out
 
 
-def _curve(seed: int, shuffle: bool, iterations: int, held_out: int) -> dict[str, Any]:
-    """One run of the demo's loop in-process; greedy and sampled held-out successes per iteration."""
+def _curve(
+    seed: int, shuffle: bool, iterations: int, held_out: int, overrides: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """One run of the demo's loop in-process; greedy and sampled held-out successes per iteration.
+
+    ``overrides``: settings other than the demo's, for exploring (``tpi``, ``group``, ``warm_stop``
+    and any key of ``RL_HYPERPARAMETERS``).
+    """
     import random
 
     import torch
 
     from judges.builtin.answer import grade
     from learners.checkpoints import load_checkpoint
-    from learners.dataset import Sample
+    from learners.dataset import Sample, SampleSet
     from learners.evaluation import difference_interval
     from learners.tokenizer import CharTokenizer
     from learners.torch_model import TinyLM, generate
-    from learners.trainer import TrainArgs, supervised_warm_start, update
+    from learners.trainer import TrainArgs, _drop_zero_advantage, supervised_warm_start, update
     from trajlake import demo
 
     torch.set_num_threads(1)
     fam = demo.family_module()
-    tpi, group = 32, 8
+    extra = dict(overrides or {})
+    tpi, group = int(extra.pop("tpi", demo.TASKS_PER_ITERATION)), int(extra.pop("group", demo.GROUP_SIZE))
+    warm_stop = float(extra.pop("warm_stop", demo.WARM_STOP_SUCCESS))
+    train_temp = float(extra.pop("train_temperature", demo.TRAIN_TEMPERATURE))
+    warm_check = int(extra.pop("warm_check", demo.WARM_CHECK_EVERY))
+    hyper = {
+        **demo.RL_HYPERPARAMETERS,
+        **{k: type(demo.RL_HYPERPARAMETERS.get(k, 0.0))(v) for k, v in extra.items()},
+    }
     split = fam.splits(tpi * (iterations + demo.REFILL_ROUNDS), held_out, seed=seed)
     pairs, validation = demo.warm_data(set(split["train"]) | set(split["eval"]), fam.LENGTHS, seed=seed)
     tok = CharTokenizer()
     with tempfile.TemporaryDirectory() as tmp:
         ck = supervised_warm_start(
-            pairs, checkpoint_root=tmp, steps=1500, lr=2e-3, seed=seed, check_every=demo.WARM_CHECK_EVERY,
-            stop_when=lambda net: demo.greedy_success(net, validation) >= demo.WARM_STOP_SUCCESS,
+            pairs, checkpoint_root=tmp, steps=1500, lr=2e-3, seed=seed, check_every=warm_check,
+            stop_when=lambda net: demo.greedy_success(net, validation) >= warm_stop,
         )  # fmt: skip
         _, cfg, weights = load_checkpoint(ck.path)
     gen = torch.Generator()
     gen.manual_seed(seed)
     rng = random.Random(seed)
 
-    def act(model: Any, w: str, greedy: bool) -> tuple[list[int], list[int], list[float], float, bool]:
+    def act(
+        model: Any, w: str, greedy: bool, temperature: float = 1.0
+    ) -> tuple[list[int], list[int], list[float], float, bool]:
         pid = [tok.BOS, *tok.encode(demo.prompt_of(w))]
-        ids, lp = generate(model, pid, max_new_tokens=24, greedy=greedy, generator=gen, eos_id=tok.EOS)
+        ids, lp = generate(model, pid, max_new_tokens=24, greedy=greedy, generator=gen, eos_id=tok.EOS,
+                           temperature=temperature)  # fmt: skip
         checks, score = grade(tok.decode(ids).rstrip("\n"), w[::-1])
         return pid, ids, lp, score, checks["exact"]
 
@@ -358,16 +429,18 @@ def _curve(seed: int, shuffle: bool, iterations: int, held_out: int) -> dict[str
         samples: list[Sample] = []
         batch = [split["train"][(nxt + i) % len(split["train"])] for i in range(tpi)]
         nxt += tpi
+        exact = 0
         for rnd in range(demo.REFILL_ROUNDS + 1):
             flat = 0
             for w in batch:
-                outs = [act(model, w, False) for _ in range(group)]
+                outs = [act(model, w, False, train_temp) for _ in range(group)]
+                exact += sum(o[4] for o in outs)
                 if len({round(o[3], 9) for o in outs}) == 1:
                     flat += 1
                 samples += [
                     Sample(episode_id=f"{it}-{rnd}-{w}-{k}", group_id=f"{it}-{rnd}-{w}", task_id=w,
                            policy_version="p", reward=o[3], prompt_ids=o[0], completion_ids=o[1],
-                           behaviour_logprobs=o[2])
+                           behaviour_logprobs=o[2], temperature=train_temp)
                     for k, o in enumerate(outs)
                 ]  # fmt: skip
             if not flat or rnd == demo.REFILL_ROUNDS:
@@ -379,36 +452,50 @@ def _curve(seed: int, shuffle: bool, iterations: int, held_out: int) -> dict[str
             rng.shuffle(rewards)
             for x, r in zip(samples, rewards, strict=True):
                 x.reward = r
-        groups: dict[str, set[float]] = {}
-        for x in samples:
-            groups.setdefault(x.group_id, set()).add(x.reward)
-        samples = [x for x in samples if len(groups[x.group_id]) > 1]
+        rows[-1] |= {"train_reward": float(np.mean([x.reward for x in samples])),
+                     "train_exact": exact / len(samples)}  # fmt: skip
+        data = SampleSet.from_samples(samples)
+        _, rows[-1]["flat_groups"] = _drop_zero_advantage(data)  # what the learner leaves out
         args = TrainArgs(lake="", checkpoint_root="", judge_name="answer", seed=it, device="cpu",
-                         **demo.RL_HYPERPARAMETERS)  # fmt: skip
-        if samples:
-            weights, _, opt_state = update(cfg, weights, samples, args, opt_state=opt_state)
+                         **hyper)  # fmt: skip
+        if len(data):
+            weights, _, opt_state = update(cfg, weights, data, args, opt_state=opt_state)
     d, low, high = difference_interval(rows[0]["greedy"], held_out, rows[-1]["greedy"], held_out)
     return {"seed": seed, "shuffled": shuffle, "n": held_out, "rows": rows,
             "improvement": {"diff": d, "ci_low": low, "ci_high": high}}  # fmt: skip
 
 
-def bench_curves(seeds: int, iterations: int, held_out: int, plot: Path | None) -> dict[str, Any]:
+def bench_curves(
+    seeds: int,
+    iterations: int,
+    held_out: int,
+    plot: Path | None,
+    overrides: dict[str, float] | None = None,
+    arms: tuple[bool, ...] = (False, True),
+    first_seed: int = 0,
+) -> dict[str, Any]:
     """Real-reward runs and shuffled-reward controls of the demo's loop; how often each passes the rule."""
     runs = []
-    for seed in range(seeds):
-        for shuffle in (False, True):
+    for seed in range(first_seed, first_seed + seeds):
+        for shuffle in arms:
             t0 = time.monotonic()
-            r = _curve(seed, shuffle, iterations, held_out)
+            r = _curve(seed, shuffle, iterations, held_out, overrides)
             r["seconds"] = round(time.monotonic() - t0, 1)
             imp = r["improvement"]
             print(f"curves seed {seed} {'shuffled' if shuffle else 'real    '}: greedy "
                   + " -> ".join(f"{x['greedy'] / held_out:.1%}" for x in r["rows"])
                   + f"; final - first {imp['diff']:+.1%} [{imp['ci_low']:+.1%}, {imp['ci_high']:+.1%}]"
-                  f" ({r['seconds']:.0f}s)", flush=True)  # fmt: skip
+                  f" ({r['seconds']:.0f}s); training reward "
+                  + " -> ".join(f"{x['train_reward']:.2f}" for x in r["rows"] if "train_reward" in x)
+                  + ", exact "
+                  + " -> ".join(f"{x['train_exact']:.0%}" for x in r["rows"] if "train_exact" in x),
+                  flush=True)  # fmt: skip
             runs.append(r)
     out: dict[str, Any] = {"runs": runs}
     for arm, shuffled in (("real", False), ("shuffled", True)):
         mine = [r for r in runs if r["shuffled"] is shuffled]
+        if not mine:
+            continue
         diffs = [r["improvement"]["diff"] for r in mine]
         out[arm] = {
             "runs": len(mine),
@@ -466,6 +553,15 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=4, help="RL iterations of the curves part")
     ap.add_argument("--held-out", type=int, default=200, help="held-out tasks of the curves part")
     ap.add_argument("--plot", type=Path, help="PNG of the curves part")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="curves: a setting other than the demo's (tpi, group, warm_stop, lr, epochs, ...)",
+    )
+    ap.add_argument("--arms", default="real,shuffled", help="curves: which arms to run")
+    ap.add_argument("--first-seed", type=int, default=0, help="curves: the first seed")
     args = ap.parse_args()
     parts = args.parts.split(",")
     res: dict[str, Any] = {"cpus": os.cpu_count()}
@@ -487,7 +583,11 @@ def main() -> None:
         res["rollout"] = bench_rollout(8)
         print("rollout", json.dumps(res["rollout"]))
     if "curves" in parts:
-        res["curves"] = bench_curves(args.seeds, args.iterations, args.held_out, args.plot)
+        overrides = {k: float(v) for k, v in (x.split("=", 1) for x in args.set)}
+        arms = tuple(a == "shuffled" for a in args.arms.split(","))
+        res["curves"] = bench_curves(
+            args.seeds, args.iterations, args.held_out, args.plot, overrides, arms, args.first_seed
+        )
     if args.json:
         args.json.write_text(json.dumps(res, indent=2))
 

@@ -31,11 +31,16 @@ from schemas.tables import PARTITION_COLUMNS, PRIMARY_KEYS, TABLES
 
 log = logging.getLogger(__name__)
 
-PIPELINE_TABLES = ("events", "quarantine", "episodes", "steps", "rewards", "failures", "tasks", "checkpoints")
+PIPELINE_TABLES = (
+    "events", "quarantine", "episodes", "steps", "rewards", "failures", "samples", "tasks", "checkpoints",
+)  # fmt: skip
 """The tables the log pipeline writes: every table of the lake, each a projection of the log."""
 
 CONFLICT_PREFIX = "conflict: event_id "
 """How a conflict's ``quarantine`` row's error starts (then the event id and a space)."""
+
+IN_LIST_MAX = 4000
+"""Up to this many ids a read by episode is an ``IN`` list (pruned per id), beyond it a range."""
 
 WriteMode = Literal["insert_new", "upsert", "replace_episodes"]
 
@@ -170,16 +175,32 @@ class Lake:
         except Exception as exc:  # a damaged log: say so, never "no such table"
             raise self._damaged(name, exc) from exc
 
-    def read(self, name: str, *, version: int | None = None, where: str | None = None) -> pa.Table:
-        """Read ``name`` (at Delta ``version``; optionally ``WHERE <where>``) into Arrow.
+    def read(
+        self,
+        name: str,
+        *,
+        version: int | None = None,
+        where: str | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
+        """Read ``name`` (at Delta ``version``; optionally ``WHERE <where>``; only ``columns``) into Arrow.
 
-        Runs on delta-rs's own query engine (DataFusion); the result has the
-        table's Arrow schema from :mod:`schemas.tables`.
+        Runs on delta-rs's own query engine (DataFusion), which reads only the
+        columns asked for and prunes files by the predicate; the result has the
+        table's Arrow schema from :mod:`schemas.tables` (those columns of it).
         """
         from deltalake import QueryBuilder
 
+        schema = TABLES[name]
+        if columns is not None:
+            unknown = [c for c in columns if c not in schema.names]
+            if unknown:
+                raise LakeError(f"table {name} has no columns {unknown}")
+            schema = pa.schema([schema.field(c) for c in columns])
         dt = self.table(name, version)
-        sql = f'SELECT * FROM "{name}"' + (f" WHERE {where}" if where else "")
+        have = set(dt.schema().to_arrow().names)
+        picked = ", ".join(f'"{c}"' for c in schema.names if c in have)
+        sql = f'SELECT {picked or "*"} FROM "{name}"' + (f" WHERE {where}" if where else "")
         try:
             reader = QueryBuilder().register(name, dt).execute(sql)
             table = pa.table(reader)
@@ -189,13 +210,45 @@ class Lake:
             if not check_table(self, name).ok:
                 raise self._damaged(name, exc) from exc
             raise LakeError(f"cannot read {name}: {str(exc).strip()[:500]}") from exc
+        return _conform(table, schema)
+
+    def read_episodes_rows(
+        self,
+        name: str,
+        episode_ids: Sequence[str],
+        *,
+        version: int | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
+        """The rows of ``name`` (a table with an ``episode_id`` column) of these episodes, only ``columns``.
+
+        The scan reads only those columns, and DataFusion prunes files and row groups by
+        the predicate: for up to a few thousand ids an ``IN`` list (scattered ids, a late
+        straggler among them, still touch only their files); for more, the ids' range (a
+        large read; new episodes' time-ordered ids touch the newest files) and the exact
+        set is then kept in Arrow. A learner reading its new episodes does not decode the
+        rest of the table.
+        """
+        import pyarrow.compute as pc
+
         schema = TABLES[name]
-        if table.num_rows == 0:
+        if columns is not None:
+            schema = pa.schema([schema.field(c) for c in columns])
+        if not episode_ids:
             return pa.Table.from_pylist([], schema)
-        for f in schema:  # a table written before a nullable column was added reads it as nulls
-            if f.name not in table.column_names and f.nullable:
-                table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
-        return table.select(schema.names).cast(schema)
+        ids = sorted(set(episode_ids))
+        if len(ids) <= IN_LIST_MAX:
+            chunks = [", ".join(sql_literal(e) for e in ids[i : i + 1000]) for i in range(0, len(ids), 1000)]
+            parts = [
+                self.read(name, version=version, columns=schema.names, where=f"episode_id IN ({chunk})")
+                for chunk in chunks
+            ]
+            return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        wanted = list(schema.names) + ([] if "episode_id" in schema.names else ["episode_id"])
+        where = f"episode_id >= {sql_literal(ids[0])} AND episode_id <= {sql_literal(ids[-1])}"
+        table = self.read(name, version=version, columns=wanted, where=where)
+        table = table.filter(pc.is_in(table.column("episode_id"), value_set=pa.array(ids, type=pa.string())))
+        return table.select(schema.names)
 
     def read_events_by_id(self, event_ids: Sequence[str], version: int | None = None) -> pa.Table:
         """The ``events`` rows of these event ids, whatever their ``event_date`` partition."""
@@ -394,6 +447,16 @@ class Lake:
                 commit_properties=props,
                 storage_options=self.storage_options,
             )
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` in ``schema``: its columns, in order, cast (a column added after it was written: nulls)."""
+    if table.num_rows == 0:
+        return pa.Table.from_pylist([], schema)
+    for f in schema:
+        if f.name not in table.column_names and f.nullable:
+            table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
+    return table.select(schema.names).cast(schema)
 
 
 def sql_literal(value: Any) -> str:

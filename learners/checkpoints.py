@@ -2,7 +2,9 @@
 
 A checkpoint is a directory ``<root>/<checkpoint_id>/`` holding ``weights.npz``
 (the model's parameters by their torch ``state_dict`` names, so either
-framework loads them) and ``meta.json``; its lineage (lake location, the Delta
+framework loads them) and ``meta.json``; a Hugging Face model's checkpoint
+holds ``hf/`` instead (what ``save_pretrained`` writes: any Hugging Face
+loader or server, e.g. vLLM, opens it); its lineage (lake location, the Delta
 version of every table read, judge name and version, offsets, number of
 samples, parent checkpoint, training metrics) is published to the log as the
 control stream ``checkpoint:<id>`` (:func:`publish_checkpoint`), which the
@@ -60,6 +62,7 @@ class OptimizerState:
 
 
 OPTIMIZER_FILE = "optimizer.npz"
+HF_DIR = "hf"
 
 
 def load_optimizer_state(path: str | Path) -> OptimizerState | None:
@@ -84,6 +87,13 @@ class CheckpointInfo:
     created_at: str
     config: dict[str, int]
     lineage: Lineage
+    model_format: str = "tinylm"
+    """``tinylm`` (``weights.npz`` of :class:`learners.torch_model.TinyLM`) or ``hf`` (``hf/``)."""
+
+    @property
+    def hf_dir(self) -> Path | None:
+        """The Hugging Face model directory of an ``hf`` checkpoint."""
+        return Path(self.path) / HF_DIR if self.model_format == "hf" else None
 
     @property
     def policy_version(self) -> str:
@@ -122,18 +132,27 @@ def save_checkpoint(
     weights: dict[str, np.ndarray],
     lineage: Lineage,
     optimizer: OptimizerState | None = None,
+    hf_source: str | Path | None = None,
 ) -> CheckpointInfo:
     """Write weights, metadata and the optimiser's state under a new checkpoint id.
 
-    Atomically: the files go to a temporary directory, renamed at the end.
+    Atomically: the files go to a temporary directory, renamed at the end. With
+    ``hf_source`` (the Hugging Face model directory training started from), ``weights``
+    are that model's (``state_dict`` names, as :class:`learners.hf_model.HFPolicyModel`
+    has them) and the checkpoint is a Hugging Face directory again (``hf/``).
     """
     stamp = dt.datetime.now(dt.UTC)
     checkpoint_id = f"{policy_id}-{stamp:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
     final = Path(root) / checkpoint_id
     tmp = Path(root) / f".{checkpoint_id}.tmp"
     tmp.mkdir(parents=True)
-    arrays = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
-    np.savez(str(tmp / "weights.npz"), **arrays)  # type: ignore[arg-type]
+    if hf_source is not None:
+        from learners.hf_model import save_hf
+
+        save_hf(hf_source, weights, tmp / HF_DIR)
+    else:
+        arrays = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
+        np.savez(str(tmp / "weights.npz"), **arrays)  # type: ignore[arg-type]
     if optimizer is not None:
         moments = {f"m/{k}": np.asarray(a, np.float32) for k, a in optimizer.m.items()}
         moments |= {f"v/{k}": np.asarray(a, np.float32) for k, a in optimizer.v.items()}
@@ -146,6 +165,7 @@ def save_checkpoint(
         created_at=stamp.isoformat(),
         config=config.to_dict(),
         lineage=lineage,
+        model_format="hf" if hf_source is not None else "tinylm",
     )
     (tmp / "meta.json").write_text(json.dumps(asdict(info), indent=2, sort_keys=True))
     os.replace(tmp, final)
@@ -158,6 +178,8 @@ def load_checkpoint(path: str | Path) -> tuple[CheckpointInfo, ModelConfig, dict
     meta = json.loads((p / "meta.json").read_text())
     meta["lineage"] = Lineage(**meta["lineage"])
     info = CheckpointInfo(**meta)
+    if info.model_format == "hf":
+        return info, ModelConfig.from_dict(info.config), {}  # the weights are the hf/ directory's
     with np.load(p / "weights.npz") as npz:
         weights = {k: npz[k] for k in npz.files}
     return info, ModelConfig.from_dict(info.config), weights

@@ -1,18 +1,21 @@
 """Training samples read from the Delta tables at pinned versions.
 
-(lake, Delta versions, judge name + version, filters) -> one sample per model
-call: the prompt and completion token ids, the behaviour log-probabilities
-recorded when the completion was sampled, and the reward the judge gave the
-episode, with the episode's group for group-relative advantages. The
-``model_call`` rows of ``steps`` are joined with ``episodes`` and ``rewards``
-through Arrow at exactly the pinned versions, so rows appended later are not
-seen. ``infra_error`` and ``aborted`` episodes never reach the loss.
-Incremental: given the versions a parent checkpoint was trained on, only
-episodes that appeared since are read.
+(lake, Delta versions, judge name + version, filters) -> one sample per training
+sequence: a row of the gold ``samples`` table (typed token ids, loss mask and the
+behaviour log-probabilities the sampler recorded; one sequence per episode whose
+model calls continue one token history, :mod:`pipelines.samples`) with the reward
+the chosen judge version gave its episode and the episode's group for group-relative
+advantages. ``episodes`` and ``rewards`` (small) select the trainable episodes;
+``samples`` is then read with column and filter pushdown, at exactly the pinned
+versions, so rows appended later are not seen and no JSON payload is decoded.
+``infra_error`` and ``aborted`` episodes never reach the loss. Incremental: given
+the versions a parent checkpoint was trained on, only episodes that became
+trainable since are read.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -26,9 +29,17 @@ import pyarrow.compute as pc
 from lake import Lake, consistent_versions
 from learners.tokenizer import CharTokenizer
 
-TABLES_READ = ("episodes", "steps", "rewards")
+TABLES_READ = ("episodes", "rewards", "samples")
 LEARNABLE = ("success", "failure", "truncated")
 """Episode statuses a learner may learn from (never ``infra_error`` or ``aborted``)."""
+TRAIN_COLUMNS = (
+    "episode_id", "sequence", "start", "num_calls", "problem", "temperature", "prompt_ids", "response_ids",
+    "response_mask", "response_logprobs",
+)  # fmt: skip
+"""The ``samples`` columns a learner reads (the messages are read only for exports)."""
+MESSAGE_COLUMNS = ("prompt_messages", "response_messages")
+DEFAULT_GROUP_WAIT_S = 3600.0
+"""How long a group waits for its last members after its first one ended (log time), by default."""
 
 
 @dataclass(frozen=True)
@@ -52,11 +63,17 @@ class DatasetSpec:
     families: frozenset[str] | None = None
     policy_versions: frozenset[str] | None = None
     """Only episodes run by these policy versions (``None``: any, off-policy data included)."""
+    max_group_wait_s: float | None = DEFAULT_GROUP_WAIT_S
+    """A group still not whole this many seconds (log time: the snapshot's newest episode time)
+    after its first member ended is dropped for good and counted as ``group_expired`` (``None``:
+    wait for ever). Log time, not the reader's clock, so a pinned read always selects the same."""
+    with_messages: bool = False
+    """Also read each sequence's chat messages (exports); a learner needs only the tokens."""
 
 
 @dataclass
 class Sample:
-    """One model call of one episode, with its episode's reward."""
+    """One training sequence of one episode, with its episode's reward."""
 
     episode_id: str
     group_id: str
@@ -65,38 +82,159 @@ class Sample:
     reward: float
     prompt_ids: list[int]
     completion_ids: list[int]
+    """Every token after the prompt: the policy's completions and, in a multi-turn sequence, the
+    tokens the environment added between them (``completion_mask`` 0)."""
     behaviour_logprobs: list[float]
+    """One per ``completion_ids`` entry: the sampler's log-probability (0 where masked)."""
     temperature: float = 1.0
     """The temperature the completion was sampled at (the learner scores it at the same one)."""
     task_family: str = ""
     messages: list[dict[str, Any]] | None = None
     """The prompt messages the server saw (when the event holds them inline)."""
     completion: str = ""
-    """The completion text."""
+    """The completion text (the assistant turns' texts, joined)."""
+    completion_mask: list[int] | None = None
+    """1 where the policy generated the token, 0 where the environment did (``None``: all 1)."""
+    response_messages: list[dict[str, Any]] | None = None
+    """What followed the prompt, as chat messages (assistant replies, tool results)."""
+    sequence: int = 0
+    """Which sequence of its episode this is (a broken token history starts a new one)."""
+
+
+SAMPLE_SCHEMA = pa.schema(
+    [
+        ("episode_id", pa.string()), ("sequence", pa.int32()), ("group_id", pa.string()),
+        ("task_id", pa.string()), ("task_family", pa.string()), ("policy_version", pa.string()),
+        ("reward", pa.float64()), ("temperature", pa.float64()), ("prompt_ids", pa.list_(pa.int32())),
+        ("response_ids", pa.list_(pa.int32())), ("response_mask", pa.list_(pa.int8())),
+        ("response_logprobs", pa.list_(pa.float32())), ("prompt_messages", pa.string()),
+        ("response_messages", pa.string()),
+    ]
+)  # fmt: skip
+"""The in-memory layout of a sample set: one row per sample, tokens as Arrow list columns."""
+
+
+def samples_table(samples: Sequence[Sample]) -> pa.Table:
+    """:class:`Sample` objects in the columnar layout (:data:`SAMPLE_SCHEMA`).
+
+    Raises:
+        LearnerConfigError: a sample whose log-probs or mask do not have one entry per token.
+    """
+    from learners.errors import LearnerConfigError
+
+    for s in samples:
+        if len(s.behaviour_logprobs) != len(s.completion_ids) or (
+            s.completion_mask is not None and len(s.completion_mask) != len(s.completion_ids)
+        ):
+            raise LearnerConfigError(
+                f"sample {s.episode_id}/{s.sequence}: {len(s.completion_ids)} completion tokens but "
+                f"{len(s.behaviour_logprobs)} log-probs and a mask of "
+                f"{len(s.completion_mask) if s.completion_mask is not None else 'all'}"
+            )
+    return pa.Table.from_pylist(
+        [
+            {
+                "episode_id": s.episode_id, "sequence": s.sequence, "group_id": s.group_id,
+                "task_id": s.task_id, "task_family": s.task_family, "policy_version": s.policy_version,
+                "reward": s.reward,
+                "temperature": s.temperature, "prompt_ids": s.prompt_ids, "response_ids": s.completion_ids,
+                "response_mask": s.completion_mask or [1] * len(s.completion_ids),
+                "response_logprobs": s.behaviour_logprobs,
+                "prompt_messages": None if s.messages is None else orjson.dumps(s.messages).decode(),
+                "response_messages": None if s.response_messages is None
+                else orjson.dumps(s.response_messages).decode(),
+            }
+            for s in samples
+        ],
+        schema=SAMPLE_SCHEMA,
+    )  # fmt: skip
+
+
+def _sample_objects(table: pa.Table) -> list[Sample]:
+    cols = {c: table.column(c).to_pylist() for c in table.column_names}
+    out = []
+    for i in range(table.num_rows):
+        replies = orjson.loads(cols["response_messages"][i]) if cols["response_messages"][i] else None
+        mask = cols["response_mask"][i]
+        out.append(
+            Sample(
+                episode_id=cols["episode_id"][i], group_id=cols["group_id"][i],
+                task_id=cols["task_id"][i] or "", policy_version=cols["policy_version"][i] or "",
+                reward=cols["reward"][i],
+                prompt_ids=cols["prompt_ids"][i], completion_ids=cols["response_ids"][i],
+                behaviour_logprobs=cols["response_logprobs"][i], temperature=cols["temperature"][i],
+                task_family=cols["task_family"][i] or "",
+                messages=orjson.loads(cols["prompt_messages"][i]) if cols["prompt_messages"][i] else None,
+                completion="".join(
+                    str(m.get("content") or "") for m in replies or [] if m.get("role") == "assistant"
+                ),
+                completion_mask=None if all(mask) else mask, response_messages=replies,
+                sequence=cols["sequence"][i],
+            )
+        )  # fmt: skip
+    return out
 
 
 @dataclass
 class SampleSet:
-    """Samples and exactly what they were read from."""
+    """Samples (columnar: :data:`SAMPLE_SCHEMA`) and exactly what they were read from."""
 
-    samples: list[Sample]
+    table: pa.Table
+    """One row per sample, sorted by group, episode and sequence."""
     table_versions: dict[str, int]
     judge_name: str
     judge_version: str | None
-    episodes: int
     skipped: Counter[str] = field(default_factory=Counter)
+    token_history: Counter[str] = field(default_factory=Counter)
+    """How the model calls of the samples' episodes joined up: ``merged_calls`` (calls that
+    continued a sequence) and ``history_mismatch`` (sequences started where a history broke)."""
+    _objects: list[Sample] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[Sample], **kw: Any) -> SampleSet:
+        """A sample set of in-memory samples (``kw``: the other fields)."""
+        return cls(
+            samples_table(samples), **{"table_versions": {}, "judge_name": "", "judge_version": None, **kw}
+        )
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    @property
+    def samples(self) -> list[Sample]:
+        """The samples as :class:`Sample` objects (built on first use; the learner reads :attr:`table`)."""
+        if self._objects is None:
+            self._objects = _sample_objects(self.table)
+        return self._objects
+
+    @property
+    def episodes(self) -> int:
+        """Distinct episodes among the samples."""
+        return len(pc.unique(self.table.column("episode_id"))) if self.table.num_rows else 0
 
     @property
     def mean_reward(self) -> float:
         """Mean reward over the samples' episodes."""
-        per_ep = {s.episode_id: s.reward for s in self.samples}
-        return float(np.mean(list(per_ep.values()))) if per_ep else 0.0
+        if not self.table.num_rows:
+            return 0.0
+        per_ep = self.table.group_by("episode_id").aggregate([("reward", "max")])
+        return float(pc.mean(per_ep.column("reward_max")).as_py())
+
+    def keep(self, mask: np.ndarray | Sequence[bool], reason: str) -> int:
+        """Keep the rows where ``mask`` is true, count the others in ``skipped[reason]``; return how many."""
+        keep = pa.array(np.asarray(mask, dtype=bool))
+        dropped = len(self) - int(pc.sum(keep).as_py() or 0)
+        if dropped:
+            self.table = self.table.filter(keep)
+            self.skipped[reason] += dropped
+            self._objects = None
+        return dropped
 
 
 def pinned_versions(lake: str, versions: dict[str, int] | None = None) -> dict[str, int]:
     """The versions of the tables read: those given, else the newest that hold the same Kafka offsets.
 
-    A batch commits ``episodes``, ``steps`` and ``rewards`` one after another; a
+    A batch commits ``episodes``, ``rewards`` and ``samples`` one after another; a
     read while it commits must not pair one batch's episodes with the previous
     batch's rewards (:func:`lake.consistent_versions`).
     """
@@ -106,26 +244,18 @@ def pinned_versions(lake: str, versions: dict[str, int] | None = None) -> dict[s
     return {**found, **{n: int(v) for n, v in (versions or {}).items() if n in TABLES_READ}}
 
 
-@dataclass(frozen=True)
-class _Sampling:
-    temperature: float
-    problem: str | None
-    """Why the learner cannot score this episode's samples under their sampling distribution."""
+_EPISODE_COLUMNS = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status",
+                    "completeness", "group_size", "started_at", "ended_at")  # fmt: skip
 
 
-def _sampling(payload: dict[str, Any]) -> _Sampling:
-    """The transform the episode's completions were drawn with, from its ``episode_started`` payload."""
-    sp = payload.get("sampling") or {}
-    extra = sp.get("extra") or {}
-    t = sp.get("temperature")
-    if extra.get("greedy"):
-        return _Sampling(1.0, "greedy_decoding")  # a deterministic choice has no behaviour probability
-    if t is not None and not t > 0:
-        return _Sampling(1.0, "greedy_decoding")  # temperature 0 is greedy decoding
-    top_p, top_k = sp.get("top_p"), extra.get("top_k")
-    if (top_p is not None and top_p < 1.0) or (top_k is not None and top_k > 0):
-        return _Sampling(1.0, "unsupported_sampling")  # truncated distributions are not rescored here
-    return _Sampling(float(t) if t is not None else 1.0, None)
+def _seconds(column: pa.ChunkedArray) -> list[float | None]:
+    """A timestamp column as epoch seconds, none later than the reader's clock.
+
+    (A time in the future is not a time yet: an event stamped ahead by a skewed or forged clock
+    cannot make a group look as if it had waited for hours.)
+    """
+    cap = time.time()
+    return [None if v is None else min(v / 1e6, cap) for v in pc.cast(column, pa.int64()).to_pylist()]
 
 
 def _trainable(
@@ -141,26 +271,38 @@ def _trainable(
     learnable status, is complete, and the chosen judge version scored it with
     a verdict other than ``error``; a group is trainable only whole: while one
     of its episodes is not (yet) complete or scored, or fewer episodes than the
-    group size its rollout recorded are in the table, the group waits.
+    group size its rollout recorded are in the table, the group waits, for at
+    most ``spec.max_group_wait_s`` after its first member ended; then it is
+    dropped (``group_expired``), in this snapshot and every later one.
     """
     why: dict[str, str] = excluded if excluded is not None else {}
-    cols = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status", "completeness",
-            "group_size")  # fmt: skip
-    ep_table = episodes.select(list(cols))  # read in the table's schema: old rows have no group size
-    rows = [dict(zip(cols, r, strict=True)) for r in zip(*(ep_table.column(c).to_pylist() for c in cols))]
-    scored: dict[str, tuple[float, str]] = {}
+
+    def values(c: str) -> list[Any]:
+        col = episodes.column(c)
+        if pa.types.is_timestamp(col.type):  # as epoch seconds: datetime objects cost more than the rest
+            return _seconds(col)
+        return list(col.to_pylist())
+
+    rows = [dict(zip(_EPISODE_COLUMNS, r, strict=True)) for r in zip(*(values(c) for c in _EPISODE_COLUMNS))]
+    scored: dict[str, tuple[float, str, float]] = {}
     r = rewards.filter(pc.equal(rewards.column("judge_name"), spec.judge_name))
-    for eid, version, value, verdict in zip(
+    for eid, version, value, verdict, at, source in zip(
         r.column("episode_id").to_pylist(), r.column("judge_version").to_pylist(),
-        r.column("score").to_pylist(), r.column("verdict").to_pylist(), strict=True,
+        r.column("score").to_pylist(), r.column("verdict").to_pylist(), _seconds(r.column("ts")),
+        r.column("source").to_pylist(), strict=True,
     ):  # fmt: skip
         if version == judge_version:
-            scored[eid] = (float(value), verdict)
+            # an online reward is the last step of an episode becoming trainable; a re-judge
+            # scores old episodes later by design, so its time is not a member being late
+            scored[eid] = (float(value), verdict, (at or 0.0) if source == "online" else 0.0)
     keep: dict[str, dict[str, Any]] = {}
     score: dict[str, float] = {}
     pending_groups: set[str] = set()
     members: Counter[str] = Counter()
     sizes: dict[str, int] = {}
+    first_end: dict[str, float] = {}
+    whole_at: dict[str, float] = {}  # when the group's last member was ended and scored
+    in_scope: dict[str, list[str]] = {}
     for ep in rows:
         if spec.task_ids is not None and ep["task_id"] not in spec.task_ids:
             continue
@@ -170,6 +312,12 @@ def _trainable(
             continue
         group = ep["group_id"] or ep["episode_id"]
         members[group] += 1
+        in_scope.setdefault(group, []).append(ep["episode_id"])
+        if ep["ended_at"] is not None:
+            t = ep["ended_at"]
+            first_end[group] = min(first_end.get(group, t), t)
+            done = max(t, scored[ep["episode_id"]][2]) if ep["episode_id"] in scored else t
+            whole_at[group] = max(whole_at.get(group, done), done)
         if ep.get("group_size"):
             sizes[group] = max(sizes.get(group, 0), int(ep["group_size"]))
         if ep["completeness"] == "gap":
@@ -186,7 +334,7 @@ def _trainable(
             pending_groups.add(group)
             why[ep["episode_id"]] = "no_reward"
             continue
-        value, verdict = scored[ep["episode_id"]]
+        value, verdict, _ = scored[ep["episode_id"]]
         if verdict == "error":
             why[ep["episode_id"]] = "reward_error"  # the judge failed: no signal about the policy
             continue
@@ -194,10 +342,54 @@ def _trainable(
         score[ep["episode_id"]] = value
     # a group whose recorded size is not reached yet has members that have not even started
     pending_groups |= {g for g, n in sizes.items() if members[g] < n}
+    expired: set[str] = set()
+    if spec.max_group_wait_s is not None:
+        # the snapshot's own clock: its newest episode time or reward
+        clock = [t for t in (*(ep["started_at"] for ep in rows), *(ep["ended_at"] for ep in rows)) if t]
+        clock += [at for _, _, at in scored.values()]
+        now = max(clock, default=0.0)
+        for g, t0 in first_end.items():
+            # still waiting too long, or whole only thanks to a member that ended or was scored too late
+            done = whole_at[g] if g not in pending_groups else max(now, t0)
+            if done - t0 > spec.max_group_wait_s:
+                expired.add(g)
+    for g in expired:
+        for eid in in_scope[g]:
+            if eid in keep or why.get(eid) in ("incomplete", "no_reward"):
+                why[eid] = "group_expired"
+                keep.pop(eid, None)
+                score.pop(eid, None)
     for eid in [e for e, ep in keep.items() if (ep["group_id"] or e) in pending_groups]:
         why[eid] = "group_waiting"
         del keep[eid], score[eid]
     return keep, score
+
+
+def _most_common_judge_version(episodes: pa.Table, rewards: pa.Table, spec: DatasetSpec) -> str | None:
+    """The version most of the rewards of the episodes in the spec's scope carry."""
+    if not rewards.num_rows:
+        return None
+    scope = {
+        e
+        for e, t, f, pv in zip(
+            episodes.column("episode_id").to_pylist(),
+            episodes.column("task_id").to_pylist(),
+            episodes.column("task_family").to_pylist(),
+            episodes.column("policy_version").to_pylist(),
+            strict=True,
+        )  # fmt: skip
+        if (spec.task_ids is None or t in spec.task_ids)
+        and (spec.families is None or f in spec.families)
+        and (spec.policy_versions is None or pv in spec.policy_versions)
+    }
+    in_scope = [
+        v
+        for e, v in zip(
+            rewards.column("episode_id").to_pylist(), rewards.column("judge_version").to_pylist(), strict=True
+        )  # fmt: skip
+        if e in scope
+    ]
+    return Counter(in_scope).most_common(1)[0][0] if in_scope else None
 
 
 def load_samples(spec: DatasetSpec) -> SampleSet:
@@ -210,159 +402,167 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     """
     lk = Lake(spec.lake)
     versions = pinned_versions(spec.lake, spec.versions)
-    tables = {name: lk.read(name, version=versions[name]) for name in TABLES_READ}
+    episodes = lk.read("episodes", version=versions["episodes"], columns=_EPISODE_COLUMNS)
+    rewards = lk.read(
+        "rewards", version=versions["rewards"], where=f"judge_name = {_literal(spec.judge_name)}",
+        columns=("episode_id", "judge_name", "judge_version", "score", "verdict", "ts", "source"),
+    )  # fmt: skip
     skipped: Counter[str] = Counter()
-
-    judge_version = spec.judge_version
-    rewards = tables["rewards"].filter(pc.equal(tables["rewards"].column("judge_name"), spec.judge_name))
-    if judge_version is None and rewards.num_rows:
-        # the version most of the rewards of the episodes in scope carry
-        eps = tables["episodes"]
-        scope = {
-            e
-            for e, t, f, pv in zip(
-                eps.column("episode_id").to_pylist(),
-                eps.column("task_id").to_pylist(),
-                eps.column("task_family").to_pylist(),
-                eps.column("policy_version").to_pylist(),
-                strict=True,
-            )  # fmt: skip
-            if (spec.task_ids is None or t in spec.task_ids)
-            and (spec.families is None or f in spec.families)
-            and (spec.policy_versions is None or pv in spec.policy_versions)
-        }
-        in_scope = [
-            v
-            for e, v in zip(
-                rewards.column("episode_id").to_pylist(),
-                rewards.column("judge_version").to_pylist(),
-                strict=True,
-            )
-            if e in scope
-        ]
-        judge_version = Counter(in_scope).most_common(1)[0][0] if in_scope else None
+    judge_version = spec.judge_version or _most_common_judge_version(episodes, rewards, spec)
     excluded: dict[str, str] = {}
-    keep, score = _trainable(tables["episodes"], tables["rewards"], spec, judge_version, excluded)
+    keep, score = _trainable(episodes, rewards, spec, judge_version, excluded)
     if spec.since and "episodes" in spec.since:
-        before_eps = lk.read("episodes", version=spec.since["episodes"])
+        before_eps = lk.read("episodes", version=spec.since["episodes"], columns=_EPISODE_COLUMNS)
         before_rw = (
-            lk.read("rewards", version=spec.since["rewards"])
+            lk.read(
+                "rewards",
+                version=spec.since["rewards"],
+                where=f"judge_name = {_literal(spec.judge_name)}",
+                columns=("episode_id", "judge_name", "judge_version", "score", "verdict", "ts", "source"),
+            )  # fmt: skip
             if "rewards" in spec.since
-            else tables["rewards"].slice(0, 0)
+            else rewards.slice(0, 0)
         )
         excluded_before: dict[str, str] = {}
         trained, _ = _trainable(
             before_eps, before_rw, spec, spec.since_judge_version or judge_version, excluded_before
         )
         for eid in list(keep):
-            if eid in trained:
+            # trained then, or dropped for good then (an expired group stays dropped)
+            if eid in trained or excluded_before.get(eid) == "group_expired":
                 del keep[eid], score[eid]
         # counted once: an episode excluded for the same reason at the parent's snapshot was counted there
         excluded = {e: r for e, r in excluded.items() if e not in trained and excluded_before.get(e) != r}
     skipped.update(excluded.values())
 
-    steps = tables["steps"].filter(
-        pc.is_in(tables["steps"].column("type"), pa.array(["episode_started", "model_call"]))
-    )
-    steps = steps.filter(pc.is_in(steps.column("episode_id"), pa.array(list(keep), type=pa.string())))
-    sampling: dict[str, _Sampling] = {}
-    calls: list[tuple[str, bytes]] = []
-    for eid, kind, raw in zip(
-        steps.column("episode_id").to_pylist(), steps.column("type").to_pylist(),
-        steps.column("payload").to_pylist(), strict=True,
-    ):  # fmt: skip
-        if kind == "episode_started":
-            sampling[eid] = _sampling(orjson.loads(raw))
-        else:
-            calls.append((eid, raw))
-    samples: list[Sample] = []
-    # column-wise, and orjson for the payloads: this loop is the learner's read path
-    for eid, raw in calls:
-        how = sampling.get(eid, _Sampling(1.0, None))
-        if how.problem is not None:
-            skipped[how.problem] += 1
-            continue
-        payload = orjson.loads(raw)
-        prompt, completion, logprobs = (
-            payload.get("prompt_token_ids"),
-            payload.get("completion_token_ids"),
-            payload.get("completion_logprobs"),
-        )
-        if not prompt or not completion or not logprobs or len(completion) != len(logprobs):
-            skipped["no_token_data"] += 1
-            continue
-        ep = keep[eid]
-        samples.append(
-            Sample(
-                episode_id=eid,
-                group_id=ep["group_id"] or eid,
-                task_id=ep["task_id"],
-                policy_version=ep["policy_version"] or "",
-                reward=score[eid],
-                prompt_ids=prompt,
-                completion_ids=completion,
-                behaviour_logprobs=logprobs,
-                temperature=how.temperature,
-                task_family=ep["task_family"] or "",
-                messages=payload.get("messages"),
-                completion=payload.get("completion") or "",
-            )
-        )
-    samples.sort(key=lambda s: (s.group_id, s.episode_id))
-    return SampleSet(
-        samples, versions, spec.judge_name, judge_version, len({s.episode_id for s in samples}), skipped
-    )
+    columns = TRAIN_COLUMNS + (MESSAGE_COLUMNS if spec.with_messages else ())
+    rows = lk.read_episodes_rows("samples", sorted(keep), version=versions["samples"], columns=columns)
+    table, token_history = _trainable_rows(rows, keep, score, skipped)
+    without = len(keep) - len(pc.unique(rows.column("episode_id"))) if rows.num_rows else len(keep)
+    if without:
+        skipped["no_samples"] += without  # no model call (a scripted episode), or a lake not yet replayed
+    return SampleSet(table, versions, spec.judge_name, judge_version, skipped, token_history)
 
 
-def episode_advantages(samples: Sequence[Sample]) -> np.ndarray:
+def _literal(value: str) -> str:
+    from lake import sql_literal
+
+    return sql_literal(value)
+
+
+def _trainable_rows(
+    rows: pa.Table, keep: dict[str, dict[str, Any]], score: dict[str, float], skipped: Counter[str]
+) -> tuple[pa.Table, Counter[str]]:
+    """``samples`` rows of the kept episodes -> the sample set's table (columnar; no row loop over tokens)."""
+    history: Counter[str] = Counter()
+    history["history_mismatch"] = int(pc.sum(pc.equal(rows.column("start"), "history_mismatch")).as_py() or 0)
+    problems = rows.column("problem")
+    for item in (
+        pc.value_counts(problems.drop_null()).to_pylist() if problems.null_count < len(problems) else []
+    ):
+        skipped[item["values"]] += item["counts"]
+    rows = rows.filter(pc.is_null(problems))
+    history["merged_calls"] = int(pc.sum(rows.column("num_calls")).as_py() or 0) - rows.num_rows
+    history = +history  # only what happened
+    ids = sorted(keep)
+    at = pc.index_in(rows.column("episode_id"), value_set=pa.array(ids, type=pa.string()))
+
+    def per_episode(values: list[Any], kind: pa.DataType) -> pa.Array:
+        return pa.array(values, type=kind).take(at)
+
+    eps = [keep[e] for e in ids]
+    n = rows.num_rows
+    table = pa.table(
+        {
+            "episode_id": rows.column("episode_id"),
+            "sequence": rows.column("sequence"),
+            "group_id": per_episode([ep["group_id"] or e for e, ep in zip(ids, eps, strict=True)], pa.string()),  # noqa: E501
+            "task_id": per_episode([ep["task_id"] for ep in eps], pa.string()),
+            "task_family": per_episode([ep["task_family"] or "" for ep in eps], pa.string()),
+            "policy_version": per_episode([ep["policy_version"] or "" for ep in eps], pa.string()),
+            "reward": per_episode([score[e] for e in ids], pa.float64()),
+            "temperature": rows.column("temperature"),
+            "prompt_ids": rows.column("prompt_ids"),
+            "response_ids": rows.column("response_ids"),
+            "response_mask": rows.column("response_mask"),
+            "response_logprobs": rows.column("response_logprobs"),
+            "prompt_messages": rows.column("prompt_messages") if "prompt_messages" in rows.column_names
+            else pa.nulls(n, pa.string()),
+            "response_messages": rows.column("response_messages") if "response_messages" in rows.column_names
+            else pa.nulls(n, pa.string()),
+        },
+        schema=SAMPLE_SCHEMA,
+    )  # fmt: skip
+    order = [("group_id", "ascending"), ("episode_id", "ascending"), ("sequence", "ascending")]
+    return table.sort_by(order), history
+
+
+def episode_advantages(samples: Sequence[Sample] | pa.Table) -> np.ndarray:
     """Group-relative advantage per sample, with the group statistics taken over *episodes*.
 
-    An episode with several model calls is one member of its group (its reward
+    An episode with several sequences is one member of its group (its reward
     counts once in the group's mean and std); each of its samples gets the
     episode's advantage.
     """
-    if not samples:
+    table = samples if isinstance(samples, pa.Table) else samples_table(samples)
+    if not table.num_rows:
         return np.zeros(0, dtype=np.float64)
-    order: dict[str, int] = {}
-    rewards: list[float] = []
-    groups: list[str] = []
-    for s in samples:
-        if s.episode_id not in order:
-            order[s.episode_id] = len(order)
-            rewards.append(s.reward)
-            groups.append(s.group_id)
-    index: dict[str, int] = {}
-    per_episode = group_advantages_np(
-        np.array(rewards, dtype=np.float64), np.array([index.setdefault(g, len(index)) for g in groups])
+    episode = pc.dictionary_encode(table.column("episode_id")).combine_chunks()
+    ep_index = episode.indices.to_numpy(zero_copy_only=False)
+    n_eps = len(episode.dictionary)
+    first = np.full(n_eps, -1, dtype=np.int64)
+    first[ep_index[::-1]] = np.arange(len(ep_index))[::-1]  # each episode's first row
+    rewards = table.column("reward").to_numpy()[first]
+    group = (
+        pc.dictionary_encode(table.column("group_id")).combine_chunks().indices.to_numpy(zero_copy_only=False)
     )
-    return np.array([per_episode[order[s.episode_id]] for s in samples], dtype=np.float64)
+    per_episode = group_advantages_np(rewards.astype(np.float64), group[first])
+    return np.asarray(per_episode[ep_index], dtype=np.float64)
 
 
-def collate(samples: Sequence[Sample], advantages: np.ndarray, max_len: int) -> dict[str, np.ndarray]:
-    """Right-padded arrays of a batch (``input_ids``, ``completion_mask``, ``old_logp``, ``advantages``, ...).
+def _list_parts(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A list column as (flat values, lengths), whatever its chunking or slicing."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    offsets = arr.offsets.to_numpy()
+    return arr.flatten().to_numpy(zero_copy_only=False), np.diff(offsets)
 
-    ``old_logp[t]`` is the behaviour log-probability of ``input_ids[t]`` (completion positions only);
-    ``temperature[i]`` the one row ``i`` was sampled at.
+
+def collate(table: pa.Table, advantages: np.ndarray, max_len: int) -> dict[str, np.ndarray]:
+    """Right-padded arrays of a sample table (``input_ids``, ``completion_mask``, ``old_logp``, ...).
+
+    ``completion_mask[t]`` is 1 where ``input_ids[t]`` is a token the policy generated (a
+    multi-turn sequence's tool tokens are 0); ``old_logp[t]`` its behaviour log-probability;
+    ``temperature[i]`` the one row ``i`` was sampled at. Rows longer than ``max_len`` are cut.
     """
-    rows = [(s.prompt_ids + s.completion_ids)[:max_len] for s in samples]
-    width = max(len(r) for r in rows)
-    n = len(samples)
+    n = table.num_rows
+    prompt, p_len = _list_parts(table.column("prompt_ids"))
+    response, r_len = _list_parts(table.column("response_ids"))
+    mask_v, _ = _list_parts(table.column("response_mask"))
+    logp_v, _ = _list_parts(table.column("response_logprobs"))
+    width = int(min(max_len, (p_len + r_len).max()))
     ids = np.full((n, width), CharTokenizer.PAD, dtype=np.int64)
     mask = np.zeros((n, width), dtype=np.float32)
     old = np.zeros((n, width), dtype=np.float32)
-    for i, (s, row) in enumerate(zip(samples, rows)):
-        ids[i, : len(row)] = row
-        start = len(s.prompt_ids)
-        end = len(row)
-        if end > start:
-            mask[i, start:end] = 1.0
-            old[i, start:end] = s.behaviour_logprobs[: end - start]
+
+    def positions(lengths: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows = np.repeat(np.arange(n), lengths)
+        starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+        cols = np.arange(int(lengths.sum())) - starts + np.repeat(shift, lengths)
+        fits = cols < width
+        return rows[fits], cols[fits], fits
+
+    r, c, fits = positions(p_len, np.zeros(n, dtype=np.int64))
+    ids[r, c] = prompt[fits]
+    r, c, fits = positions(r_len, p_len)
+    ids[r, c] = response[fits]
+    mask[r, c] = mask_v[fits]
+    old[r, c] = logp_v[fits] * mask_v[fits]
     return {
         "input_ids": ids,
         "completion_mask": mask,
         "old_logp": old,
         "advantages": advantages.astype(np.float32),
-        "temperature": np.array([s.temperature for s in samples], dtype=np.float32),
+        "temperature": table.column("temperature").to_numpy().astype(np.float32),
     }
 
 
@@ -370,24 +570,44 @@ class Batches:
     """Minibatches of a sample set with group-relative advantages, as numpy arrays (JAX) or tensors (torch).
 
     Advantages are computed over the whole set (every member of a group is in
-    it). The whole set is padded into contiguous arrays once, so a minibatch is
-    a gather of rows, not a Python loop over samples.
+    it). The whole set is padded into contiguous arrays once, from its Arrow
+    columns without a loop over samples, so a minibatch is a gather of rows.
     """
 
-    def __init__(self, samples: Sequence[Sample], *, batch_size: int, max_len: int, seed: int = 0) -> None:
-        self.samples = list(samples)
+    def __init__(
+        self,
+        samples: Sequence[Sample] | SampleSet | pa.Table,
+        *,
+        batch_size: int,
+        max_len: int,
+        seed: int = 0,
+    ) -> None:
+        if isinstance(samples, SampleSet):
+            self.table = samples.table
+        elif isinstance(samples, pa.Table):
+            self.table = samples
+        else:
+            self.table = samples_table(samples)
+        self.n: int = int(self.table.num_rows)
         self.batch_size = batch_size
         self.max_len = max_len
         self.rng = np.random.default_rng(seed)
-        self.advantages = episode_advantages(self.samples)
-        self.arrays = collate(self.samples, self.advantages, max_len) if self.samples else {}
-        # per row, the width actually used, so a minibatch is trimmed to its longest row
-        self.widths = (
-            (self.arrays["input_ids"] != CharTokenizer.PAD).sum(axis=1) if self.samples else np.zeros(0)
+        self.advantages = episode_advantages(self.table)
+        self.arrays = collate(self.table, self.advantages, max_len) if self.n else {}
+        # per row, the width actually used, so a minibatch is trimmed to its longest row (by length:
+        # PAD is an ordinary token id in many vocabularies)
+        full = (
+            _list_parts(self.table.column("prompt_ids"))[1]
+            + _list_parts(self.table.column("response_ids"))[1]
+            if self.n
+            else np.zeros(0, dtype=np.int64)
         )
+        self.widths = np.minimum(full, max_len)
+        self.truncated = int((full > max_len).sum())
+        """Rows cut at ``max_len`` (their tail is not trained on)."""
 
     def __len__(self) -> int:
-        return (len(self.samples) + self.batch_size - 1) // self.batch_size
+        return (self.n + self.batch_size - 1) // self.batch_size
 
     def add_column(self, name: str, values: np.ndarray) -> None:
         """A per-row array (``[N]`` or ``[N, T]`` in the padded layout) that minibatches carry from now on."""
@@ -395,8 +615,8 @@ class Batches:
 
     def ordered(self) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
         """Every row once, in order, as ``(row indices, minibatch)`` (for passes that fill a column)."""
-        for i in range(0, len(self.samples), self.batch_size):
-            idx = np.arange(i, min(i + self.batch_size, len(self.samples)))
+        for i in range(0, self.n, self.batch_size):
+            idx = np.arange(i, min(i + self.batch_size, self.n))
             yield idx, self._rows(idx)
 
     def _rows(self, idx: np.ndarray) -> dict[str, np.ndarray]:
@@ -405,7 +625,7 @@ class Batches:
 
     def numpy(self) -> Iterator[dict[str, np.ndarray]]:
         """One epoch of minibatches as numpy arrays."""
-        order = self.rng.permutation(len(self.samples))
+        order = self.rng.permutation(self.n)
         for i in range(0, len(order), self.batch_size):
             yield self._rows(order[i : i + self.batch_size])
 
@@ -424,7 +644,7 @@ class Batches:
 
         class _DS(torch.utils.data.Dataset):  # type: ignore[type-arg]
             def __len__(self) -> int:
-                return len(outer.samples)
+                return outer.n
 
             def __getitem__(self, i: int) -> int:
                 return i
@@ -440,13 +660,35 @@ class Batches:
         }
 
 
+def max_token_ids(table: pa.Table) -> np.ndarray:
+    """Per row, the largest token id of its prompt and response (-1 for a row with none)."""
+    out = np.full(table.num_rows, -1, dtype=np.int64)
+    for name in ("prompt_ids", "response_ids"):
+        values, lengths = _list_parts(table.column(name))
+        np.maximum.at(out, np.repeat(np.arange(table.num_rows), lengths), values.astype(np.int64))
+    return out
+
+
+def truncated(data: SampleSet, max_len: int) -> int:
+    """Samples longer than ``max_len`` tokens (a learner trains on their first ``max_len`` only)."""
+    if not len(data):
+        return 0
+    full = _list_parts(data.table.column("prompt_ids"))[1] + _list_parts(data.table.column("response_ids"))[1]
+    return int((full > max_len).sum())
+
+
 def group_advantages_np(rewards: np.ndarray, groups: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """(r - mean_g) / (std_g + eps) per group, population std; constant groups get 0 (numpy)."""
-    adv = np.zeros_like(rewards, dtype=np.float64)
-    for g in np.unique(groups):
-        sel = groups == g
-        r = rewards[sel]
-        if np.all(r == r[0]):
-            continue
-        adv[sel] = (r - r.mean()) / (r.std() + eps)
-    return adv
+    """(r - mean_g) / (std_g + eps) per group, population std; constant groups get 0 (numpy, vectorised)."""
+    if not len(rewards):
+        return np.zeros(0, dtype=np.float64)
+    r = np.asarray(rewards, dtype=np.float64)
+    _, g = np.unique(groups, return_inverse=True)
+    count = np.bincount(g)
+    mean = np.bincount(g, weights=r) / count
+    var = np.bincount(g, weights=(r - mean[g]) ** 2) / count
+    lo = np.full(len(count), np.inf)
+    hi = np.full(len(count), -np.inf)
+    np.minimum.at(lo, g, r)
+    np.maximum.at(hi, g, r)
+    adv = (r - mean[g]) / (np.sqrt(var)[g] + eps)
+    return np.where((hi == lo)[g], 0.0, adv)

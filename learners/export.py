@@ -16,6 +16,7 @@ samples excluded by reason.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -32,11 +33,23 @@ FORMATS = ("verl", "trl", "openrlhf", "hf")
 _MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
 
 
-def _messages(s: Sample) -> list[dict[str, str]]:
+def _plain(messages: list[dict[str, Any]] | None) -> list[dict[str, str]]:
     return [
-        {"role": str(m.get("role", "user")), "content": str(m.get("content") or "")}
-        for m in (s.messages or [])
+        {"role": str(m.get("role", "user")), "content": str(m.get("content") or "")} for m in messages or []
     ]
+
+
+def _messages(s: Sample) -> list[dict[str, str]]:
+    return _plain(s.messages)
+
+
+def _replies(s: Sample) -> list[dict[str, str]]:
+    """What followed the prompt (one assistant reply; a multi-turn sequence's replies and tool results)."""
+    return _plain(s.response_messages) or [{"role": "assistant", "content": s.completion}]
+
+
+def _response_mask(s: Sample) -> list[int]:
+    return [0] * len(s.prompt_ids) + (s.completion_mask or [1] * len(s.completion_ids))
 
 
 def _verl(data: SampleSet, out: Path) -> None:
@@ -72,7 +85,7 @@ def _verl(data: SampleSet, out: Path) -> None:
                 "episode_id": s.episode_id,
                 "input_ids": s.prompt_ids + s.completion_ids,
                 "prompt_length": len(s.prompt_ids),
-                "response_mask": [0] * len(s.prompt_ids) + [1] * len(s.completion_ids),
+                "response_mask": _response_mask(s),
                 "rollout_log_probs": s.behaviour_logprobs,
                 "temperature": s.temperature,
                 "reward": s.reward,
@@ -122,7 +135,7 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def _trl(data: SampleSet, out: Path) -> None:
     _jsonl(out / "train.jsonl", [
-        {"prompt": _messages(s), "completion": [{"role": "assistant", "content": s.completion}],
+        {"prompt": _messages(s), "completion": _replies(s),
          "reward": s.reward, "group_id": s.group_id, "episode_id": s.episode_id}
         for s in data.samples
     ])  # fmt: skip
@@ -130,8 +143,8 @@ def _trl(data: SampleSet, out: Path) -> None:
 
 def _openrlhf(data: SampleSet, out: Path) -> None:
     _jsonl(out / "train.jsonl", [
-        {"input": _messages(s), "output": s.completion, "reward": s.reward, "group_id": s.group_id,
-         "episode_id": s.episode_id}
+        {"input": _messages(s), "output": s.completion, "output_messages": _replies(s), "reward": s.reward,
+         "group_id": s.group_id, "episode_id": s.episode_id}
         for s in data.samples
     ])  # fmt: skip
 
@@ -152,7 +165,7 @@ def _hf(data: SampleSet, out: Path) -> None:
         {
             "prompt": _messages(s), "completion": s.completion, "input_ids": s.prompt_ids + s.completion_ids,
             "prompt_length": len(s.prompt_ids),
-            "response_mask": [0] * len(s.prompt_ids) + [1] * len(s.completion_ids),
+            "response_mask": _response_mask(s),
             "rollout_log_probs": s.behaviour_logprobs, "temperature": s.temperature, "reward": s.reward,
             "uid": s.group_id, "episode_id": s.episode_id, "task_id": s.task_id,
             "policy_version": s.policy_version,
@@ -187,7 +200,7 @@ def export_dataset(spec: DatasetSpec, fmt: str, out: str | Path) -> dict[str, An
     if (target / "lineage.json").exists():
         raise LearnerConfigError(f"{target} already holds an export; give a new --out directory")
     target.mkdir(parents=True, exist_ok=True)
-    data = load_samples(spec)
+    data = load_samples(dataclasses.replace(spec, with_messages=True))
     {"verl": _verl, "trl": _trl, "openrlhf": _openrlhf, "hf": _hf}[fmt](data, target)
     lineage = {
         "format": fmt,
@@ -198,6 +211,7 @@ def export_dataset(spec: DatasetSpec, fmt: str, out: str | Path) -> dict[str, An
         "judge_name": data.judge_name,
         "judge_version": data.judge_version,
         "samples_excluded": dict(data.skipped),
+        "token_history": dict(data.token_history),
         "filters": {
             "task_ids": sorted(spec.task_ids) if spec.task_ids is not None else None,
             "families": sorted(spec.families) if spec.families is not None else None,

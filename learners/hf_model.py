@@ -7,7 +7,9 @@ Nothing is ever downloaded: :func:`load_causal_lm` reads a directory written by 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 import transformers
@@ -128,3 +130,43 @@ class HFPolicyModel(nn.Module):
         out = self.model(input_ids=ids, use_cache=False)
         logits: torch.Tensor = out.logits if hasattr(out, "logits") else out[0]
         return logits.float()
+
+
+def hf_config(path: str | Path) -> dict[str, int]:
+    """The sizes a trajlake checkpoint records of a local Hugging Face model (vocabulary, positions)."""
+    import json
+
+    try:
+        config = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"{path} has no readable config.json: not a saved Hugging Face model") from exc
+    positions = next(
+        (config[k] for k in ("max_position_embeddings", "n_positions", "n_ctx") if k in config), 0
+    )
+    vocab = config.get("vocab_size", 0)
+    if not (isinstance(positions, int) and positions > 0 and isinstance(vocab, int) and vocab > 0):
+        raise ModelLoadError(
+            f"{path}/config.json gives no vocab_size and max_position_embeddings / n_positions"
+        )
+    return {"vocab_size": vocab, "max_len": positions}
+
+
+def save_hf(source: str | Path, weights: Mapping[str, Any], out: str | Path) -> None:
+    """Write the model at ``source`` with trained ``weights`` (``HFPolicyModel`` names) to ``out``.
+
+    Through ``save_pretrained``, so ``out`` is a complete Hugging Face directory (config,
+    safetensors, tied weights handled by the library) that :func:`load_causal_lm` and
+    inference servers open.
+    """
+    import numpy as np
+
+    model = load_causal_lm(source)
+    prefix = "model."
+    state = {
+        k[len(prefix) :]: torch.from_numpy(np.asarray(v)) for k, v in weights.items() if k.startswith(prefix)
+    }
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise ModelLoadError(f"trained weights do not fit the model at {source}: {exc}") from exc
+    cast(Any, model).save_pretrained(str(out))

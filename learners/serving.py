@@ -52,6 +52,10 @@ class CheckpointGenerator:
         self.greedy = greedy
         self.temperature = temperature
         self.max_new_tokens = max_new_tokens
+        if self.info.hf_dir is not None and backend != "torch":
+            from learners.errors import LearnerConfigError
+
+            raise LearnerConfigError(f"{path} is a Hugging Face checkpoint: serve it with the torch backend")
         if backend == "torch":
             import torch
 
@@ -59,8 +63,16 @@ class CheckpointGenerator:
 
             torch.set_num_threads(1)
             self._device = select_device(device)
-            self.model = TinyLM(self.cfg).to(self._device)
-            self.model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
+            self.model: torch.nn.Module
+            if self.info.hf_dir is not None:
+                from learners.hf_model import HFPolicyModel, load_causal_lm
+
+                # trajlake's character ids: a model trained on them (a real tokenizer's model is
+                # served by an inference server, e.g. vLLM, from the same hf/ directory)
+                self.model = HFPolicyModel(load_causal_lm(self.info.hf_dir, device=self._device))
+            else:
+                self.model = TinyLM(self.cfg).to(self._device)
+                self.model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
             self.model.eval()
             self._gen = torch.Generator(device=self._device)
             if seed is not None:

@@ -309,6 +309,43 @@ def generate(
     return completion, logprobs
 
 
+@torch.no_grad()
+def greedy_batch(
+    model: nn.Module, prompts: list[list[int]], *, max_new_tokens: int, eos_id: int = 2
+) -> list[list[int]]:
+    """Greedy completions of many prompts at once: what :func:`generate` with ``greedy=True`` gives each.
+
+    Prompts of one length are decoded together (positions are absolute, so rows are never
+    left-padded); a row that has emitted ``eos_id`` is finished (its completion ends with it).
+    """
+    max_len = _model_max_len(model)
+    device = _model_device(model)
+    out: list[list[int]] = [[] for _ in prompts]
+    by_length: dict[int, list[int]] = {}
+    for i, p in enumerate(prompts):
+        if not p or len(p) > max_len:
+            raise ValueError(f"prompt {i} has {len(p)} tokens; 1..{max_len} allowed")
+        by_length.setdefault(len(p), []).append(i)
+    was_training = model.training
+    model.eval()
+    try:
+        for length, rows in by_length.items():
+            ids = torch.tensor([prompts[i] for i in rows], dtype=torch.long, device=device)
+            done = [False] * len(rows)
+            for _ in range(min(max_new_tokens, max_len - length)):
+                token = model(ids)[:, -1].float().argmax(dim=-1)
+                for k, t in enumerate(token.tolist()):
+                    if not done[k]:
+                        out[rows[k]].append(int(t))
+                        done[k] = t == eos_id
+                if all(done):
+                    break
+                ids = torch.cat([ids, token[:, None]], dim=1)
+    finally:
+        model.train(was_training)
+    return out
+
+
 def select_device(prefer: str = "auto") -> torch.device:
     """Chooses the device to train on.
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 
 from learners.checkpoints import (
     CheckpointInfo,
@@ -30,7 +31,15 @@ from learners.checkpoints import (
     save_checkpoint,
 )
 from learners.config import ModelConfig
-from learners.dataset import Batches, DatasetSpec, SampleSet, load_samples
+from learners.dataset import (
+    Batches,
+    DatasetSpec,
+    Sample,
+    SampleSet,
+    load_samples,
+    max_token_ids,
+    truncated,
+)
 from learners.tokenizer import CharTokenizer
 
 
@@ -66,6 +75,9 @@ class TrainArgs:
     """PPO-style ratio clip (around the proximal policy: the parameters at the start of this step)."""
     dual_clip: float | None = 3.0
     """Dual-clip bound for negative advantages (Ye et al. 2020), so a stale sample's loss stays bounded."""
+    max_group_wait_s: float | None = 3600.0
+    """A group not whole this many seconds (log time) after its first member ended is dropped and
+    counted as ``group_expired`` (``None``: it waits for ever); see :class:`DatasetSpec`."""
     max_policy_lag: int | None = None
     """Train only on samples at most this many policy versions behind the parent (``None``: any);
     a sample whose policy is not in the parent's lineage has an unknown lag and is then left out."""
@@ -85,6 +97,9 @@ class TrainArgs:
     """``auto`` (GPU when there is one), ``cpu`` or ``cuda`` (torch)."""
     model: dict[str, int] = field(default_factory=dict)
     """Model configuration when there is no parent."""
+    hf_model: str | None = None
+    """A local Hugging Face causal LM directory (``save_pretrained``) to start from when there is no
+    parent (torch only; nothing is downloaded); its checkpoints are Hugging Face directories again."""
     resume_optimizer: bool = True
     """Continue the parent's Adam moments and step count when it saved them (one optimiser across
     iterations, as one long training run has); ``False`` starts them afresh."""
@@ -102,11 +117,18 @@ class TrainResult:
     seconds: float
 
 
-def _load_start(args: TrainArgs) -> tuple[ModelConfig, dict[str, np.ndarray] | None, CheckpointInfo | None]:
+def _load_start(
+    args: TrainArgs,
+) -> tuple[ModelConfig, dict[str, np.ndarray] | None, CheckpointInfo | None, Path | None]:
+    """The model a step starts from: (sizes, weights, parent, Hugging Face directory)."""
     if args.parent:
         info, cfg, weights = load_checkpoint(args.parent)
-        return cfg, weights, info
-    return ModelConfig.from_dict(args.model) if args.model else ModelConfig(), None, None
+        return cfg, (weights if info.hf_dir is None else None), info, info.hf_dir
+    if args.hf_model:
+        from learners.hf_model import hf_config
+
+        return ModelConfig.from_dict(hf_config(args.hf_model)), None, None, Path(args.hf_model)
+    return ModelConfig.from_dict(args.model) if args.model else ModelConfig(), None, None, None
 
 
 def rollout_correction(
@@ -165,16 +187,15 @@ def _parent_lineage(lake: str, parent: CheckpointInfo | None) -> list[str]:
 
 def _drop_zero_advantage(data: SampleSet) -> tuple[int, int]:
     """Drop every group whose episodes all have one reward; return (groups, groups dropped)."""
-    rewards: dict[str, set[float]] = {}
-    for x in data.samples:
-        rewards.setdefault(x.group_id, set()).add(x.reward)
-    constant = {g for g, r in rewards.items() if len(r) == 1}
-    if constant:
-        kept = [x for x in data.samples if x.group_id not in constant]
-        data.skipped["zero_advantage_group"] += len(data.samples) - len(kept)
-        data.samples = kept
-        data.episodes = len({x.episode_id for x in kept})
-    return len(rewards), len(constant)
+    if not len(data):
+        return 0, 0
+    spread = data.table.group_by("group_id").aggregate([("reward", "min"), ("reward", "max")])
+    flat = pc.equal(spread.column("reward_min"), spread.column("reward_max"))
+    constant = spread.column("group_id").filter(flat)
+    if len(constant):
+        data.keep(pc.invert(pc.is_in(data.table.column("group_id"), value_set=constant)).to_numpy(
+            zero_copy_only=False), "zero_advantage_group")  # fmt: skip
+    return spread.num_rows, len(constant)
 
 
 def _write_metrics(path: Path, rows: list[dict[str, float]]) -> None:
@@ -193,6 +214,7 @@ def _torch_step(
     args: TrainArgs,
     on_step: Callable[[dict[str, float]], None] | None,
     opt_state: OptimizerState | None = None,
+    hf_path: Path | None = None,
 ) -> tuple[dict[str, np.ndarray], list[dict[str, float]], OptimizerState]:
     import torch
 
@@ -201,16 +223,34 @@ def _torch_step(
 
     torch.manual_seed(args.seed)
     device = select_device(args.device)
-    model = TinyLM(cfg).to(device)
+
+    def build() -> torch.nn.Module:
+        if hf_path is not None:
+            from learners.hf_model import HFPolicyModel, load_causal_lm
+
+            return HFPolicyModel(load_causal_lm(hf_path, device=device))
+        return TinyLM(cfg).to(device)
+
+    model = build()
     if weights is not None:
         model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
     ref = None
-    if args.kl_coef > 0 and weights is not None:
-        ref = TinyLM(cfg).to(device)
+    if args.kl_coef > 0 and (weights is not None or hf_path is not None):
+        ref = build()
         ref.load_state_dict(model.state_dict())
         ref.eval()
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     named = dict(model.named_parameters())
+    if opt_state is not None and (
+        set(opt_state.m) != set(named)
+        or any(opt_state.m[k].shape != tuple(p.shape) for k, p in named.items())
+    ):
+        from learners.errors import LearnerConfigError
+
+        raise LearnerConfigError(
+            "the parent's optimizer.npz does not match its model's parameters; "
+            "train with resume_optimizer=False"
+        )
     if opt_state is not None:
         for name, param in named.items():
             opt.state[param] = {
@@ -419,7 +459,7 @@ def train(
 ) -> TrainResult:
     """One learner step: new samples -> policy-gradient updates -> a checkpoint with lineage."""
     start = time.monotonic()
-    cfg, weights, parent = _load_start(args)
+    cfg, weights, parent, hf_path = _load_start(args)
     since = (
         parent.lineage.table_versions if (parent and args.incremental and parent.lineage.lake_uri) else None
     )
@@ -431,29 +471,24 @@ def train(
             since=since or None,
             since_judge_version=parent.lineage.judge_version if (since and parent) else None,
             task_ids=frozenset(args.task_ids) if args.task_ids is not None else None,
+            max_group_wait_s=args.max_group_wait_s,
         )
     )
-    lags = policy_lags([x.policy_version for x in data.samples], _parent_lineage(args.lake, parent))
+    lags = policy_lags(data.table.column("policy_version").to_pylist(), _parent_lineage(args.lake, parent))
     lag_counts: dict[str, int] = {}
     for lag in lags:
         key = "unknown" if lag is None else str(lag)
         lag_counts[key] = lag_counts.get(key, 0) + 1
     if args.max_policy_lag is not None:
-        kept = [
-            x
-            for x, lag in zip(data.samples, lags, strict=True)
-            if lag is not None and lag <= args.max_policy_lag
-        ]
-        if len(kept) < len(data.samples):
-            data.skipped["policy_lag"] += len(data.samples) - len(kept)
-            data.samples = kept
-            data.episodes = len({x.episode_id for x in kept})
+        data.keep([lag is not None and lag <= args.max_policy_lag for lag in lags], "policy_lag")
+    # an id the model has no embedding for would stop every step on this data: left out, counted
+    data.keep(max_token_ids(data.table) < cfg.vocab_size, "token_out_of_vocab")
     groups_seen, zero_groups = _drop_zero_advantage(data) if args.drop_zero_advantage_groups else (0, 0)
-    if not data.samples:
+    if not len(data):
         return TrainResult(None, 0, 0.0, [], time.monotonic() - start)
     opt_state = load_optimizer_state(args.parent) if (args.parent and args.resume_optimizer) else None
     new_weights, rows, opt_state = update(
-        cfg, weights, data.samples, args, opt_state=opt_state, on_step=on_step
+        cfg, weights, data, args, opt_state=opt_state, on_step=on_step, hf_path=hf_path
     )
     summary = {
         "loss": float(np.mean([r["loss"] for r in rows])),
@@ -462,6 +497,8 @@ def train(
         "logp_mismatch_mean": float(np.mean([r.get("logp_mismatch_mean", 0.0) for r in rows])),
         "logp_mismatch_max": float(np.max([r.get("logp_mismatch_max", 0.0) for r in rows])),
         "samples_excluded": dict(data.skipped),
+        "token_history": dict(data.token_history),
+        "sequences_truncated": truncated(data, cfg.max_len),
         "zero_advantage_groups": zero_groups,
         "zero_advantage_group_frac": zero_groups / groups_seen if groups_seen else 0.0,
         "entropy_estimate": float(np.mean([r.get("entropy_estimate", 0.0) for r in rows])),
@@ -483,37 +520,45 @@ def train(
             table_versions=data.table_versions,
             judge_name=data.judge_name,
             judge_version=data.judge_version,
-            num_samples=len(data.samples),
+            num_samples=len(data),
             parent_id=parent.checkpoint_id if parent else None,
             offsets=offsets or {},
             metrics=summary,
         ),
         optimizer=opt_state,
+        hf_source=hf_path,
     )
     _write_metrics(Path(info.path) / "metrics.jsonl", rows)
-    return TrainResult(info, len(data.samples), data.mean_reward, rows, time.monotonic() - start)
+    return TrainResult(info, len(data), data.mean_reward, rows, time.monotonic() - start)
 
 
 def update(
     cfg: ModelConfig,
     weights: dict[str, np.ndarray] | None,
-    samples: Sequence[Any],
+    samples: Sequence[Sample] | SampleSet,
     args: TrainArgs,
     *,
     opt_state: OptimizerState | None = None,
     on_step: Callable[[dict[str, float]], None] | None = None,
+    hf_path: Path | None = None,
 ) -> tuple[dict[str, np.ndarray], list[dict[str, float]], OptimizerState]:
     """The policy-gradient updates of one learner step on ``samples`` (the loss :func:`train` uses).
+
+    With ``hf_path``, the model is the Hugging Face causal LM there (its own weights unless
+    ``weights`` are given), trained in torch through the same batches and loss.
 
     Returns the new weights, the metrics per minibatch and the optimiser's state after them.
 
     Raises:
-        LearnerConfigError: an unknown backend, or an optimiser state of other parameters.
+        LearnerConfigError: an unknown backend, a Hugging Face model with the JAX backend, or an
+            optimiser state of other parameters.
     """
     from learners.errors import LearnerConfigError
 
     if args.backend not in ("torch", "jax"):
         raise LearnerConfigError(f"unknown learner backend {args.backend!r}: torch or jax")
+    if hf_path is not None and args.backend != "torch":
+        raise LearnerConfigError("a Hugging Face model trains with the torch backend; use --backend torch")
     if opt_state is not None and weights is not None:
         bad = sorted(k for k, w in weights.items() if k in opt_state.m and opt_state.m[k].shape != w.shape)
         if bad or not set(opt_state.m) <= set(weights):
@@ -522,8 +567,9 @@ def update(
                 + "); train with resume_optimizer=False"
             )  # fmt: skip
     batches = Batches(samples, batch_size=args.batch_size, max_len=cfg.max_len, seed=args.seed)
-    step_fn = _torch_step if args.backend == "torch" else _jax_step
-    return step_fn(cfg, weights, batches, args, on_step, opt_state)
+    if args.backend == "torch":
+        return _torch_step(cfg, weights, batches, args, on_step, opt_state, hf_path)
+    return _jax_step(cfg, weights, batches, args, on_step, opt_state)
 
 
 def supervised_warm_start(

@@ -26,6 +26,7 @@ from ingest.kafka_sink import MAX_MESSAGE_BYTES
 from lake.store import CONFLICT_PREFIX, Lake, OffsetRange, WriteMode
 from pipelines.failures import failure_rows
 from pipelines.projection import episode_row, fold_episode, reward_rows, step_rows
+from pipelines.samples import sample_rows
 from schemas.codec import parse_event
 from schemas.control import CONTROL_TABLES, control_row, stream_key, stream_kind
 from schemas.errors import SchemaError
@@ -448,7 +449,7 @@ class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
 # ------------------------------------------------------------------ assemble
 
 
-EPISODE_TABLES = ("episodes", "steps", "rewards", "failures")
+EPISODE_TABLES = ("episodes", "steps", "rewards", "failures", "samples")
 """The tables folded from episodes."""
 DERIVED_TABLES = (*EPISODE_TABLES, *CONTROL_TABLES)
 """Every table ``AssembleEpisodes`` emits rows of."""
@@ -478,6 +479,7 @@ def assemble(episode_id: str, rows: Iterable[dict[str, Any]]) -> dict[str, list[
         "steps": step_rows(state),
         "rewards": reward_rows(state),
         "failures": failure_rows(state),
+        "samples": sample_rows(state),
     }
 
 

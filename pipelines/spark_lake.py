@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 ZORDER: dict[str, tuple[str, ...]] = {
     "events": ("episode_id",),
     "steps": ("episode_id",),
+    "samples": ("episode_id",),
 }
 """Columns each table is Z-ordered by: reads go episode by episode."""
 

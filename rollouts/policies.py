@@ -327,10 +327,20 @@ class OpenAIChatPolicy(Policy):
         start = time.monotonic()
         try:
             resp = self._client.post(self.url, json=self.request_body())
-            resp.raise_for_status()
-            raw = resp.json()
-        except (httpx.HTTPError, ValueError) as exc:
+        except httpx.HTTPError as exc:
             raise PolicyUnavailableError(f"policy server {self.url} failed: {exc}") from exc
+        if resp.status_code >= 400:
+            hint = " (a server other than vLLM refuses vLLM's fields: use server=openai)" if (
+                resp.status_code in (400, 422) and self.server == "vllm") else ""  # fmt: skip
+            raise PolicyUnavailableError(
+                f"policy server {self.url} answered {resp.status_code}: {resp.text.strip()[:300]}{hint}"
+            )
+        try:
+            raw = resp.json()
+        except ValueError as exc:
+            raise PolicyUnavailableError(
+                f"policy server {self.url} sent no JSON: {resp.text[:200]!r}"
+            ) from exc
         latency = time.monotonic() - start
         reply = parse_chat_reply(raw)
         action = tool_call_action(reply.tool_calls) or parse_action(reply.text)

@@ -163,6 +163,37 @@ CHECKPOINTS = pa.schema(
 )
 """Learner checkpoints with the data and judge versions that produced them."""
 
+SAMPLES = pa.schema(
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("sequence", pa.int32(), nullable=False),  # 0, 1, ... within the episode
+        pa.field("start", pa.string(), nullable=False),  # episode | history_mismatch | after_untrainable
+        pa.field("first_seq", pa.int64(), nullable=False),  # seq of its first model call
+        pa.field("last_seq", pa.int64(), nullable=False),  # seq of its last model call
+        pa.field("num_calls", pa.int32(), nullable=False),
+        pa.field("problem", pa.string()),  # why a learner cannot train on it; None: trainable
+        pa.field("task_id", pa.string()),
+        pa.field("task_family", pa.string()),
+        pa.field("group_id", pa.string()),
+        pa.field("policy_version", pa.string()),
+        pa.field("temperature", pa.float64(), nullable=False),  # the sampling transform it was drawn with
+        pa.field("top_p", pa.float64()),
+        pa.field("top_k", pa.int32()),
+        pa.field("prompt_ids", pa.list_(pa.int32()), nullable=False),
+        pa.field("response_ids", pa.list_(pa.int32()), nullable=False),  # everything after the prompt
+        pa.field("response_mask", pa.list_(pa.int8()), nullable=False),  # 1: the policy generated it
+        pa.field("response_logprobs", pa.list_(pa.float32()), nullable=False),  # behaviour; 0 where masked
+        pa.field("num_loss_tokens", pa.int32(), nullable=False),
+        pa.field("prompt_messages", pa.string()),  # JSON chat messages of the first call, when inline
+        pa.field("response_messages", pa.string(), nullable=False),  # JSON: what followed the prompt
+    ]
+)
+"""Gold: one row per training sequence of an episode (typed tokens, loss mask, behaviour log-probs).
+
+Folded from the episode's own events (``episode_started`` and ``model_call``), so a re-judge
+never rewrites it; the learner joins it with ``episodes`` and ``rewards`` at one snapshot.
+"""
+
 TABLES: dict[str, pa.Schema] = {
     "events": EVENTS,
     "quarantine": QUARANTINE,
@@ -172,6 +203,7 @@ TABLES: dict[str, pa.Schema] = {
     "failures": FAILURES,
     "tasks": TASKS,
     "checkpoints": CHECKPOINTS,
+    "samples": SAMPLES,
 }
 """Arrow schema by table name."""
 
@@ -184,6 +216,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "failures": ("episode_id", "judge_name", "judge_version"),
     "tasks": ("task_id", "version"),
     "checkpoints": ("checkpoint_id",),
+    "samples": ("episode_id", "sequence"),
 }
 """The key each table is merged by."""
 

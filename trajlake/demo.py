@@ -55,6 +55,14 @@ WARM_STOP_SUCCESS = 0.10
 """The warm start stops once it solves this share of the long validation strings greedily."""
 WARM_CHECK_EVERY = 25
 """Warm-start steps between two checks of that rule."""
+ITERATIONS = 4
+"""RL iterations of the demo (the final evaluation comes after the last)."""
+TASKS_PER_ITERATION = 32
+"""Fresh training tasks each iteration acts on."""
+GROUP_SIZE = 8
+"""Attempts per training task and iteration (G)."""
+TRAIN_TEMPERATURE = 1.0
+"""The temperature training rollouts sample at (the learner scores them at the same one)."""
 REFILL_ROUNDS = 2
 """Times an iteration replaces its constant-reward groups with fresh tasks."""
 RL_HYPERPARAMETERS: dict[str, Any] = {
@@ -106,15 +114,14 @@ def warm_data(
 def greedy_success(model: Any, words: Sequence[str]) -> float:
     """Share of ``words`` the model reverses exactly, greedily (the warm start's stopping rule)."""
     from learners.tokenizer import CharTokenizer
-    from learners.torch_model import generate
+    from learners.torch_model import greedy_batch
 
     tok = CharTokenizer()
-    ok = 0
-    for w in words:
-        ids, _ = generate(model, [tok.BOS, *tok.encode(prompt_of(w))], max_new_tokens=24, greedy=True,
-                          eos_id=tok.EOS)  # fmt: skip
-        ok += tok.decode(ids).rstrip("\n") == w[::-1]
-    return ok / len(words)
+    outs = greedy_batch(model, [[tok.BOS, *tok.encode(prompt_of(w))] for w in words], max_new_tokens=24,
+                        eos_id=tok.EOS)  # fmt: skip
+    return sum(tok.decode(ids).rstrip("\n") == w[::-1] for ids, w in zip(outs, words, strict=True)) / len(
+        words
+    )
 
 
 def plot_curves(rows: list[dict[str, Any]], path: Path, title: str) -> None:
@@ -179,10 +186,10 @@ def run_demo(
     settings: Settings,
     broker: EmbeddedKafka,
     *,
-    iterations: int = 4,
-    group_size: int = 8,
+    iterations: int = ITERATIONS,
+    group_size: int = GROUP_SIZE,
     workers: int = 2,
-    tasks_per_iteration: int = 32,
+    tasks_per_iteration: int = TASKS_PER_ITERATION,
     held_out: int = 200,
     family_dir: Path | None = None,
     seed: int = 0,

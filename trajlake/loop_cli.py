@@ -99,6 +99,18 @@ def train(
         bool, typer.Option(help="Read every episode, not only those new since the parent.")
     ] = False,
     device: Annotated[str, typer.Option(help="auto | cpu | cuda[:N] (torch).")] = "auto",
+    hf_model: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True, file_okay=False, help="A local Hugging Face causal LM to start from (torch)."
+        ),
+    ] = None,
+    group_wait_s: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, help="Drop a group not whole this long after its first member ended (log time)."
+        ),
+    ] = 3600.0,
 ) -> None:
     """One learner step from the lake at pinned versions -> a checkpoint with lineage."""
     from ingest.kafka_broker import require_broker
@@ -110,7 +122,7 @@ def train(
     from trajlake.preflight import require_lake
 
     s = settings()
-    require_lake(s.lake, ["episodes", "steps", "rewards"])
+    require_lake(s.lake, ["episodes", "rewards", "samples"])
     require_broker(s.kafka_bootstrap)  # the checkpoint's lineage goes to the log: fail before training
     args = TrainArgs(
         lake=str(Path(s.lake).resolve()),
@@ -126,6 +138,8 @@ def train(
         kl_coef=kl_coef,
         incremental=not full,
         device=device,
+        hf_model=str(hf_model) if hf_model else None,
+        max_group_wait_s=group_wait_s,
     )
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console) as progress:
         bar = progress.add_task("training", total=None)
@@ -211,11 +225,13 @@ def lineage(
     for r in chain:
         metrics = json.loads(r["metrics"] or "{}")
         excluded = metrics.get("samples_excluded", metrics.get("skipped")) or {}
+        history = metrics.get("token_history") or {}
+        joined = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(history.items()))
         table.add_row(
             r["checkpoint_id"],
             str(r["created_at"])[:19],
             r["backend"],
-            str(r["num_samples"]),
+            str(r["num_samples"]) + (f" ({joined})" if joined else ""),
             ", ".join(f"{k} {v}" for k, v in sorted(excluded.items())) or "-",
             r["table_versions"] if r["table_versions"] != "{}" else metrics.get("note", "-"),
             f"{r['judge_name']} {r['judge_version']}" if r["judge_name"] else "-",
@@ -259,7 +275,7 @@ def export(
     from trajlake.preflight import require_lake
 
     root = Path(lake or settings().lake)
-    require_lake(root, ["episodes", "steps", "rewards"])
+    require_lake(root, ["episodes", "rewards", "samples"])
     if judge is None:
         names = Lake(root).read("rewards").column("judge_name").to_pylist()
         if not names:

@@ -109,9 +109,11 @@ def check_policy_spec(spec: str) -> ParsedSpec:
         except ValueError as exc:
             raise PolicySpecError(f"{spec!r}: temperature must be a number and seed an integer") from exc
         ckpt = Path(path_text)
-        if not (ckpt / "meta.json").is_file() or not (ckpt / "weights.npz").is_file():
+        if not (ckpt / "meta.json").is_file() or not (
+            (ckpt / "weights.npz").is_file() or (ckpt / "hf" / "config.json").is_file()
+        ):
             raise PolicySpecError(
-                f"{path_text} is not a checkpoint directory (no meta.json and weights.npz); "
+                f"{path_text} is not a checkpoint directory (no meta.json and weights.npz or hf/); "
                 "`trajlake lineage latest` lists the checkpoints"
             )
         return ParsedSpec(kind, path_text, options=options)

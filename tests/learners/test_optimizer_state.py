@@ -94,7 +94,7 @@ def test_a_state_of_other_parameters_is_a_clear_error() -> None:
 
 def test_constant_reward_groups_are_dropped_and_counted() -> None:
     samples = _samples({"flat": [1.0, 1.0, 1.0], "varied": [1.0, 0.0, 0.5]})
-    data = SampleSet(samples=samples, table_versions={}, judge_name="j", judge_version=None, episodes=6)
+    data = SampleSet.from_samples(samples, judge_name="j")
     groups, dropped = _drop_zero_advantage(data)
     assert (groups, dropped) == (2, 1)
     assert {s.group_id for s in data.samples} == {"varied"} and data.episodes == 3

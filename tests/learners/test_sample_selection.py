@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
@@ -80,7 +81,6 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
     assert again.samples == []
 
     # the same snapshot exported for other trainers, read back with the consumer's own reader
-    import json
     import subprocess
     import sys
 
@@ -127,3 +127,84 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert again_cli.returncode == 2 and "already holds an export" in " ".join(again_cli.stderr.split())
+
+
+def test_multi_turn_episodes_are_one_sequence_and_a_partial_group_waits_only_so_long(
+    kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    import datetime as dt
+
+    from lake import Lake
+    from tests.pipelines.factories import T0, call, result
+
+    topic = f"t.turns.{os.getpid()}.{random.getrandbits(24):06x}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
+    cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
+
+    def send(*episodes: list[Any]) -> None:
+        produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for ep in episodes for d in ep])
+        run_once(cfg)
+
+    def turns(eid: str, group: str, second_prompt: list[int], verdict: str = "pass") -> list[Any]:
+        return [
+            started(eid, group_id=group, metadata={"group_size": 2}),
+            model(eid, 1, completion="a", prompt_token_ids=[1, 5], completion_token_ids=[7, 2],
+                  completion_logprobs=[-0.5, -0.1], messages=[{"role": "user", "content": "go"}]),
+            call(eid, 2), result(eid, 3, stdout="ok"),
+            model(eid, 4, completion="b", prompt_token_ids=second_prompt, completion_token_ids=[8, 2],
+                  completion_logprobs=[-0.3, -0.2]),
+            reward(eid, 5, verdict=verdict), ended(eid, 6),
+        ]  # fmt: skip
+
+    def at(doc: dict[str, Any], seconds: float) -> dict[str, Any]:
+        return {**doc, "ts": (T0 + dt.timedelta(seconds=seconds)).isoformat()}
+
+    send(
+        turns("m1", "gm", [1, 5, 7, 2, 40, 41]),  # the history continues: one sequence
+        turns("m2", "gm", [1, 5, 7, 3, 40, 41], verdict="fail"),  # the template changed a token: two
+        [started("x1", group_id="gx", metadata={"group_size": 2}), _call("x1", 1), reward("x1", 2),
+         ended("x1", 3)],  # its group's second member never ends within the bound
+        [started("x2", group_id="gx", metadata={"group_size": 2}), _call("x2", 1)],
+        # both ended in time, but the judge scores s2 only hours later: whole too late
+        [started("s1", group_id="gs"), _call("s1", 1), reward("s1", 2), ended("s1", 3)],
+        [started("s2", group_id="gs"), _call("s2", 1), ended("s2", 2)],
+        [started("n", group_id="gn"), reward("n", 1), ended("n", 2)],  # a scripted episode: no model call
+        [at(d, 3 * 3600) for d in _episode("late", "gl")],  # the log's clock is three hours on
+    )  # fmt: skip
+    stored = {(r["episode_id"], r["sequence"]): r for r in Lake(cfg.lake_root).read("samples").to_pylist()}
+    assert stored[("m1", 0)]["response_ids"] == [7, 2, 40, 41, 8, 2]
+    assert stored[("m1", 0)]["response_mask"] == [1, 1, 0, 0, 1, 1]
+    assert [stored[("m2", i)]["start"] for i in (0, 1)] == ["episode", "history_mismatch"]
+    first = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", max_group_wait_s=600))
+    by_episode = {(s.episode_id, s.sequence): s for s in first.samples}
+    assert sorted(by_episode) == [("late", 0), ("m1", 0), ("m2", 0), ("m2", 1)]
+    m1 = by_episode[("m1", 0)]
+    assert m1.completion_mask == [1, 1, 0, 0, 1, 1] and m1.behaviour_logprobs == pytest.approx(
+        [-0.5, -0.1, 0, 0, -0.3, -0.2]
+    )
+    assert dict(first.token_history) == {"merged_calls": 1, "history_mismatch": 1}
+    # x1 waited too long and x2 is still open; s2 is unscored too long; n has nothing to train on
+    assert dict(first.skipped) == {"group_expired": 4, "no_samples": 1}
+    waiting = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", max_group_wait_s=None))
+    # without a bound: waiting
+    assert dict(waiting.skipped) == {"group_waiting": 2, "incomplete": 1, "no_reward": 1, "no_samples": 1}
+
+    # x2 ends (long after x1): the group is whole now, but too late; counted once, never trained
+    send([at(reward("x2", 2), 4 * 3600), at(ended("x2", 3), 4 * 3600)], [at(reward("s2", 3), 2 * 3600)])
+    later = load_samples(
+        DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=first.table_versions, max_group_wait_s=600)
+    )
+    assert later.samples == [] and dict(later.skipped) == {}
+
+    # the export holds the whole sequence with its mask, and the conversation that followed the prompt
+    from learners.export import export_dataset
+
+    lineage = export_dataset(DatasetSpec(lake=cfg.lake_root, judge_name="tests", max_group_wait_s=600),
+                             "trl", tmp_path / "trl")  # fmt: skip
+    assert lineage["token_history"] == {"merged_calls": 1, "history_mismatch": 1}
+    rows = {
+        r["episode_id"]: r
+        for r in map(json.loads, (tmp_path / "trl" / "train.jsonl").read_text().splitlines())
+    }
+    assert rows["m1"]["prompt"] == [{"role": "user", "content": "go"}]
+    assert [m["content"] for m in rows["m1"]["completion"]] == ["a", "b"]

@@ -44,6 +44,7 @@ class Truth:
     steps: int = 0
     rewards: dict[tuple[str, str], str] = field(default_factory=dict)  # (episode, version) -> verdict
     failing: set[tuple[str, str]] = field(default_factory=set)
+    samples: int = 0  # rows of the samples table: one per continuous token history
 
 
 @dataclass
@@ -65,9 +66,21 @@ def make_workload(n_episodes: int = 300, seed: int = 5, steps_per_episode: int =
         passed = rng.random() < 0.4
         docs: list[dict[str, Any]] = [started(eid, task=f"task-{i % 17}")]
         seq = 1
+        # the calls' token histories continue one another, except where the template broke one
+        history, breaks = [1, 7], set()
         for s in range(steps_per_episode):
             cid = f"c{s}"
-            docs.append(model(eid, seq, completion=f"step {s} " + "x" * rng.randint(50, 400)))
+            if s and rng.random() < 0.1:
+                history = [*history[:-2], 99, history[-1]]  # the previous reply's end token, re-tokenised
+                breaks.add(seq)
+            completion = [100 + s % 50, 2]
+            docs.append(
+                model(
+                    eid, seq, completion=f"step {s} " + "x" * rng.randint(50, 400), prompt_token_ids=history,
+                    completion_token_ids=completion, completion_logprobs=[-0.5, -0.25],
+                )
+            )  # fmt: skip
+            history = [*history, *completion, 50 + s % 40]
             docs.append(call(eid, seq + 1, call_id=cid, command=f"run {s}"))
             last = s == steps_per_episode - 1
             failing_run = last and not passed
@@ -124,6 +137,12 @@ def make_workload(n_episodes: int = 300, seed: int = 5, steps_per_episode: int =
             truth.event_ids.update(d["event_id"] for d in visible)
             vis_seqs = {d["seq"] for d in visible}
             truth.steps += len(vis_seqs)
+            calls = sorted(d["seq"] for d in visible if d["type"] == "model_call")
+            # a row starts at the first call and where the history broke since the previous call seen
+            # (a missing call's tokens are context of the next one's prompt: its history continues)
+            truth.samples += sum(
+                1 for k, c in enumerate(calls) if k == 0 or any(calls[k - 1] < b <= c for b in breaks)
+            )
             has_end = any(d["type"] == "episode_ended" for d in visible)
             top = max(vis_seqs)
             gap = any(s not in vis_seqs for s in range(top + 1))

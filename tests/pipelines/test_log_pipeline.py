@@ -41,6 +41,7 @@ def check(lake: Lake, truth: Truth) -> None:
         if r["judge_name"] == "tests"
     }
     assert failing == truth.failing
+    assert lake.read("samples").num_rows == truth.samples
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ def test_every_design_table_has_an_arrow_schema() -> None:
         "steps",
         "rewards",
         "failures",
+        "samples",
         "tasks",
         "checkpoints",
     }
