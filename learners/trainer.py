@@ -71,6 +71,11 @@ class TrainArgs:
     """Samples per minibatch."""
     lr: float = 3e-4
     """Adam learning rate."""
+    lr_warmup_steps: int = 0
+    """Optimiser steps over which the learning rate rises linearly to ``lr``, counted across
+    iterations through the carried optimiser state (0: none). A fresh Adam's first steps move
+    every parameter by about ``lr`` whatever its gradient's size (its moments start at 0), which
+    can undo a warm start before the advantages have said anything."""
     clip_eps: float = 0.2
     """PPO-style ratio clip (around the proximal policy: the parameters at the start of this step)."""
     dual_clip: float | None = 3.0
@@ -159,6 +164,13 @@ def rollout_correction(
         "tis_truncated_frac": float(((raw > cap) & on).sum() / n),
     }
     return weights, metrics
+
+
+def warmup_lr(args: TrainArgs, steps_done: int) -> float:
+    """The learning rate of the optimiser's next step: ``lr``, ramped up over ``lr_warmup_steps``."""
+    if args.lr_warmup_steps <= 0:
+        return args.lr
+    return args.lr * min(1.0, (steps_done + 1) / args.lr_warmup_steps)
 
 
 def policy_lags(policy_versions: Sequence[str], lineage: Sequence[str]) -> list[int | None]:
@@ -300,8 +312,11 @@ def _torch_step(
             opt.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+            lr = warmup_lr(args, (opt_state.step if opt_state else 0) + step)
+            for group in opt.param_groups:
+                group["lr"] = lr
             opt.step()
-            _record(rows, on_step, step, epoch, loss, metrics)
+            _record(rows, on_step, step, epoch, loss, {**metrics, "lr": lr})
             step += 1
     state = OptimizerState(
         step=(opt_state.step if opt_state else 0) + step,
@@ -441,8 +456,9 @@ def _jax_step(
         for nb in batches.numpy():
             batch = {k: jnp.asarray(v) for k, v in nb.items()}
             (loss, m), grads = grad_fn(params, batch)
+            opt.lr = warmup_lr(args, opt.t)
             params = opt.update(params, _clip_grads(grads, args.max_grad_norm))
-            _record(rows, on_step, step, epoch, loss, {**m, **_batch_mismatch(nb)})
+            _record(rows, on_step, step, epoch, loss, {**m, **_batch_mismatch(nb), "lr": opt.lr})
             step += 1
     state = OptimizerState(opt.t, params_to_numpy(opt.m), params_to_numpy(opt.v))
     return params_to_numpy(params), rows, state

@@ -207,6 +207,8 @@ class Sandbox(ABC):
         """Receives lifecycle steps; the pool points it at the current lease."""
         self._closed = False
         self._close_lock = threading.Lock()
+        self._pristine: Path | None = None
+        """The workspace the sandbox was last reset to, while nothing has run or changed since."""
 
     # ------------------------------------------------------------------ public
 
@@ -253,6 +255,7 @@ class Sandbox(ABC):
         if not workdir.startswith("/"):
             workdir = posixpath.normpath(posixpath.join(WORKSPACE, workdir))
         merged = {**self.spec.env, **(env or {})}
+        self._pristine = None
         return self._exec(argv, timeout=limit, env=merged, stdin=data, cwd=workdir)
 
     def read_file(self, path: str | Path, *, max_bytes: int | None = None) -> bytes:
@@ -282,6 +285,7 @@ class Sandbox(ABC):
         rel = workspace_relpath(path)
         if rel == ".":
             raise SandboxPathError("cannot write the workspace root itself")
+        self._pristine = None
         self._write_file(rel, data.encode() if isinstance(data, str) else data, mode)
 
     def export_workspace(self, *, max_bytes: int = 64 << 20) -> bytes:
@@ -369,6 +373,7 @@ class Sandbox(ABC):
             SandboxQuotaError: too many snapshots for the backend's bound.
         """
         self._check_open()
+        self._pristine = None
         ref = self._snapshot()
         self.emit("snapshot", snapshot_ref=ref)
         return ref
@@ -380,6 +385,7 @@ class Sandbox(ABC):
             SnapshotNotFoundError: the reference is unknown (or dropped by ``reset``).
         """
         self._check_open()
+        self._pristine = None
         self._restore(ref)
         self.emit("restore", snapshot_ref=ref)
 
@@ -391,9 +397,17 @@ class Sandbox(ABC):
                 sandbox for another task); default the current one.
         """
         self._check_open()
+        target = workspace if workspace is not None else self.spec.workspace
+        if self._pristine is not None and self._pristine == target:
+            # nothing has run, been written or snapshotted since it was reset to this very state:
+            # the reset is done already (still a step of the lease's record)
+            self.emit("reset", detail=f"{target} (unchanged since its last reset)")
+            return
         if workspace is not None:
             self.spec = self.spec.with_(workspace=workspace)
+        self._pristine = None
         self._reset(workspace)
+        self._pristine = self.spec.workspace
         self.emit("reset", detail=str(workspace) if workspace is not None else None)
 
     def is_alive(self) -> bool:
@@ -414,7 +428,9 @@ class Sandbox(ABC):
         """
         self._check_open()
         self._check_alive()
+        pristine = self._pristine
         result = self.exec(["true"], timeout=timeout)
+        self._pristine = pristine  # `true` changes nothing: the probe keeps a fresh reset fresh
         if result.timed_out:
             raise SandboxCrashedError(f"sandbox {self.id} hung: `true` did not finish in {timeout}s")
         if result.exit_code != 0:

@@ -99,3 +99,23 @@ def test_constant_reward_groups_are_dropped_and_counted() -> None:
     assert (groups, dropped) == (2, 1)
     assert {s.group_id for s in data.samples} == {"varied"} and data.episodes == 3
     assert data.skipped["zero_advantage_group"] == 3
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_the_learning_rate_warms_up_across_learner_steps(backend: str) -> None:
+    samples = _samples({"a": [0.0, 1.0, 0.5, 0.2], "b": [1.0, 0.0, 0.0, 0.3]})
+    args = TrainArgs(lake="", checkpoint_root="", judge_name="j", backend=backend, epochs=2, batch_size=4,
+                     lr=1e-2, lr_warmup_steps=6, device="cpu")  # fmt: skip
+    w, rows, state = update(CFG, _weights(backend), samples, args)
+    assert [r["lr"] for r in rows] == pytest.approx([1e-2 * k / 6 for k in (1, 2, 3, 4)])
+    _, rows, _ = update(CFG, w, samples, args, opt_state=state)  # the next iteration goes on from step 4
+    assert [r["lr"] for r in rows] == pytest.approx([1e-2 * 5 / 6, 1e-2, 1e-2, 1e-2])
+    # the first steps are smaller than without the warm-up
+    fresh, _, _ = update(CFG, _weights(backend), samples, args)
+    full, _, _ = update(CFG, _weights(backend), samples, TrainArgs(**{**args.__dict__, "lr_warmup_steps": 0}))
+    w0 = _weights(backend)
+    moved = {
+        name: float(sum(np.abs(x[k] - w0[k]).sum() for k in w0))
+        for name, x in (("warm", fresh), ("full", full))
+    }
+    assert moved["warm"] < 0.6 * moved["full"]

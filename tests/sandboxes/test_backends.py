@@ -114,6 +114,34 @@ def test_reset_to_a_new_template(backend: SandboxBackend, tmp_path: Path) -> Non
         assert sb.exec("find . -type f | sort").stdout == "./sub/b.txt\n"
 
 
+def test_a_reset_of_an_unchanged_sandbox_is_recorded_but_not_redone(
+    backend: SandboxBackend, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("A")
+    events: list[SandboxPayload] = []
+    with backend.create(SMALL.with_(workspace=tmp_path)) as sb:
+        sb.listener = events.append
+        sb.reset()
+        redone = sb._reset  # type: ignore[attr-defined]
+        calls: list[object] = []
+        sb._reset = lambda w: (calls.append(w), redone(w))[1]  # type: ignore[method-assign]
+        sb.reset()  # nothing ran since: done already
+        sb.reset(workspace=tmp_path)
+        assert calls == [] and [e.action for e in events] == ["reset"] * 3
+        assert "unchanged since its last reset" in (events[-1].detail or "")
+        for change in (lambda: sb.exec("true"), lambda: sb.write_file("b.txt", "B"), lambda: sb.snapshot()):
+            change()
+            sb.reset()  # anything that ran or changed makes the next reset real
+        assert len(calls) == 3
+        sb.exec("echo changed > a.txt && touch junk")
+        sb.reset()
+        assert sb.exec("ls; cat a.txt").stdout == "a.txt\nA"
+        sb.reset()  # after the look above
+        sb.check_health()  # the probe changes nothing
+        sb.reset()
+        assert len(calls) == 5
+
+
 def test_local_snapshot_depth_is_bounded(local_backend: SandboxBackend) -> None:
     with local_backend.create(SMALL) as sb:
         for i in range(MAX_LAYERS):
