@@ -388,11 +388,11 @@ def _curve(
     warm_stop = float(extra.pop("warm_stop", demo.WARM_STOP_SUCCESS))
     train_temp = float(extra.pop("train_temperature", demo.TRAIN_TEMPERATURE))
     warm_check = int(extra.pop("warm_check", demo.WARM_CHECK_EVERY))
+    split = fam.splits(int(extra.pop("train_tasks", demo.TRAIN_TASKS)), held_out, seed=seed)
     hyper = {
         **demo.RL_HYPERPARAMETERS,
         **{k: type(demo.RL_HYPERPARAMETERS.get(k, 0.0))(v) for k, v in extra.items()},
     }
-    split = fam.splits(tpi * (iterations + demo.REFILL_ROUNDS), held_out, seed=seed)
     pairs, validation = demo.warm_data(set(split["train"]) | set(split["eval"]), fam.LENGTHS, seed=seed)
     tok = CharTokenizer()
     with tempfile.TemporaryDirectory() as tmp:

@@ -58,8 +58,11 @@ WARM_CHECK_EVERY = 5
 under 10% to over 40% within 25 steps, and a start that strong leaves RL little to show)."""
 ITERATIONS = 4
 """RL iterations of the demo (the final evaluation comes after the last)."""
-TASKS_PER_ITERATION = 64
-"""Fresh training tasks each iteration acts on."""
+TASKS_PER_ITERATION = 128
+"""Training tasks each iteration acts on (drawn in turn from the training split)."""
+TRAIN_TASKS = 256
+"""The training split: an iteration takes the next ``TASKS_PER_ITERATION`` of them, so each is
+acted on about twice in four iterations (the held-out split is never acted on or trained on)."""
 GROUP_SIZE = 8
 """Attempts per training task and iteration (G)."""
 TRAIN_TEMPERATURE = 0.7
@@ -74,7 +77,7 @@ RL_HYPERPARAMETERS: dict[str, Any] = {
     "kl_coef": 0.0,
     # a fresh Adam moves every weight by ~lr in its first steps, whatever the gradient: without
     # the ramp the first update undid the warm start (27.5% -> 11% greedy, seed 0 in-process)
-    "lr_warmup_steps": 64,
+    "lr_warmup_steps": 128,
 }
 """The learner's settings in each iteration (``bench/learner.py --parts curves`` uses them too)."""
 
@@ -250,7 +253,7 @@ def run_demo(
     if family_dir is None:
         console.rule("[bold]2. generate and admit the reverse task family")
         family_dir = Path(settings.home) / "tasks" / "reverse"
-        n_train = tasks_per_iteration * (iterations + 1)  # an iteration's worth of refills
+        n_train = TRAIN_TASKS
         family.write_family(family_dir, train=n_train, held_out=held_out, seed=seed)
         lo, hi = family.LENGTHS
         console.print(f"tasks/reverse/make_tasks.py: {n_train} training and {held_out} held-out tasks "
@@ -308,6 +311,7 @@ def run_demo(
     next_task = 0
 
     def fresh(n: int) -> list[Task]:
+        """The next ``n`` training tasks, in turn."""
         nonlocal next_task
         picked = [train_tasks[(next_task + i) % len(train_tasks)] for i in range(n)]
         next_task += n
