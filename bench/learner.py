@@ -388,12 +388,15 @@ def _curve(
     warm_stop = float(extra.pop("warm_stop", demo.WARM_STOP_SUCCESS))
     train_temp = float(extra.pop("train_temperature", demo.TRAIN_TEMPERATURE))
     warm_check = int(extra.pop("warm_check", demo.WARM_CHECK_EVERY))
+    warm_long = float(extra.pop("warm_long", demo.WARM_LONG_FRACTION))
     split = fam.splits(int(extra.pop("train_tasks", demo.TRAIN_TASKS)), held_out, seed=seed)
     hyper = {
         **demo.RL_HYPERPARAMETERS,
         **{k: type(demo.RL_HYPERPARAMETERS.get(k, 0.0))(v) for k, v in extra.items()},
     }
-    pairs, validation = demo.warm_data(set(split["train"]) | set(split["eval"]), fam.LENGTHS, seed=seed)
+    pairs, validation = demo.warm_data(
+        set(split["train"]) | set(split["eval"]), fam.LENGTHS, seed=seed, long_fraction=warm_long
+    )
     tok = CharTokenizer()
     with tempfile.TemporaryDirectory() as tmp:
         ck = supervised_warm_start(

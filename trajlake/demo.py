@@ -49,8 +49,9 @@ if TYPE_CHECKING:
 FAMILY_SOURCE = Path(__file__).resolve().parents[1] / "tasks" / "reverse"
 WARM_LENGTHS = (3, 4)
 """Lengths of most warm-start strings; the tasks' strings are longer (``make_tasks.LENGTHS``)."""
-WARM_LONG_FRACTION = 0.05
-"""Share of warm-start strings with the tasks' lengths (a first grip, no more)."""
+WARM_LONG_FRACTION = 0.10
+"""Share of warm-start strings with the tasks' lengths (a first grip, no more: with 5%, some
+seeds started with almost no grip on 6 letters, and RL stalled there, e.g. seed 4 in-process)."""
 WARM_STOP_SUCCESS = 0.20
 """The warm start stops once it solves this share of the long validation strings greedily."""
 WARM_CHECK_EVERY = 5
@@ -97,7 +98,12 @@ def prompt_of(word: str) -> str:
 
 
 def warm_data(
-    exclude: set[str], lengths: tuple[int, int], *, n: int = 4000, seed: int = 0
+    exclude: set[str],
+    lengths: tuple[int, int],
+    *,
+    n: int = 4000,
+    seed: int = 0,
+    long_fraction: float | None = None,
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """Warm-start pairs (mostly short strings) and 100 long validation strings, none in ``exclude``."""
     rng = random.Random(seed)
@@ -112,7 +118,7 @@ def warm_data(
                 out.append(w)
         return out
 
-    n_long = int(n * WARM_LONG_FRACTION)
+    n_long = int(n * (WARM_LONG_FRACTION if long_fraction is None else long_fraction))
     words = draw(n - n_long, *WARM_LENGTHS) + draw(n_long, *lengths)
     rng.shuffle(words)
     return [(prompt_of(w), w[::-1]) for w in words], draw(100, *lengths)
