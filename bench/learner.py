@@ -384,6 +384,8 @@ def _curve(
     torch.set_num_threads(1)
     fam = demo.family_module()
     extra = dict(overrides or {})
+    if "length" in extra:  # one string length for the tasks (the family's LENGTHS are read at call time)
+        fam.LENGTHS = (int(extra["length"]), int(extra.pop("length")))
     tpi, group = int(extra.pop("tpi", demo.TASKS_PER_ITERATION)), int(extra.pop("group", demo.GROUP_SIZE))
     warm_stop = float(extra.pop("warm_stop", demo.WARM_STOP_SUCCESS))
     train_temp = float(extra.pop("train_temperature", demo.TRAIN_TEMPERATURE))
