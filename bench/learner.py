@@ -179,7 +179,7 @@ def bench_data(n: int, batch_size: int) -> dict[str, Any]:
         data = load_samples(DatasetSpec(lake=tmp, judge_name="bench"))
         t_read = time.perf_counter() - t0
         t1 = time.perf_counter()
-        batches = Batches(data.samples, batch_size=batch_size, max_len=ModelConfig().max_len)
+        batches = Batches(data, batch_size=batch_size, max_len=ModelConfig().max_len)  # columnar, as train()
         t_build = time.perf_counter() - t1
         t2 = time.perf_counter()
         tokens = 0
