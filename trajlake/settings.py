@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from pipelines import PipelineConfig
     from sandboxes import SandboxConfig
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -21,7 +21,9 @@ class Settings(BaseSettings):
     home: Path = Path(".trajlake")
     """Root of everything local: broker storage, lake, spool, blobs."""
     kafka_bootstrap: str = "127.0.0.1:9092"
-    """Kafka bootstrap servers; the embedded broker listens on the first one."""
+    """Kafka bootstrap servers; the embedded broker listens on the first one. Unset while the
+    home has a cluster (``trajlake up --brokers 3``): every broker of it, so clients still
+    bootstrap when one is down."""
     topic_episodes: str = "trajlake.episodes"
     """Topic of everything rollout workers emit."""
     topic_judgements: str = "trajlake.judgements"
@@ -58,6 +60,16 @@ class Settings(BaseSettings):
     """Interface ``trajlake api serve`` listens on."""
     api_port: int = Field(default=8765, ge=0, le=65535)
     """Port ``trajlake api serve`` listens on."""
+
+    @model_validator(mode="after")
+    def _cluster_bootstrap(self) -> Settings:
+        if "kafka_bootstrap" not in self.model_fields_set:
+            from ingest.kafka_cluster import cluster_bootstrap
+
+            found = cluster_bootstrap(self.home)
+            if found:
+                self.kafka_bootstrap = found
+        return self
 
     def sandbox_config(self) -> SandboxConfig:
         """The :class:`sandboxes.SandboxConfig` these settings describe."""
@@ -108,6 +120,8 @@ class Settings(BaseSettings):
         workers: int = 2,
         max_batch: int = 200_000,
         beam_args: list[str] | None = None,
+        runner: str = "local",
+        scheduler: str | None = None,
     ) -> PipelineConfig:
         """The :class:`pipelines.PipelineConfig` that folds every topic of these settings into ``lake``."""
         from pipelines import PipelineConfig
@@ -121,4 +135,6 @@ class Settings(BaseSettings):
             max_batch_per_partition=max_batch,
             beam_args=list(beam_args or []),
             worker_log=str(self.home / "logs" / "beam-workers.log"),
+            runner=runner,
+            dask_scheduler=scheduler,
         )
