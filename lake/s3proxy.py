@@ -56,10 +56,11 @@ class S3Proxy:
         port: the loopback port (default: a free one).
     """
 
-    def __init__(self, root: Path, *, port: int | None = None) -> None:
+    def __init__(self, root: Path, *, port: int | None = None, host: str = "127.0.0.1") -> None:
         self.root = Path(root).absolute()
         self.data = self.root / "data"
         self.port = port or _free_port()
+        self.host = host
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -103,7 +104,7 @@ class S3Proxy:
         (self.root / "logback.xml").write_text(LOGBACK.format(log=log))
         props = self.root / "s3proxy.properties"
         props.write_text(
-            f"s3proxy.endpoint={self.endpoint}\n"
+            f"s3proxy.endpoint=http://{self.host}:{self.port}\n"
             "s3proxy.authorization=aws-v2-or-v4\n"
             f"s3proxy.identity={IDENTITY}\n"
             f"s3proxy.credential={CREDENTIAL}\n"
@@ -159,3 +160,26 @@ class S3Proxy:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m lake.s3proxy --root DIR --port P [--bucket B ...]``: serve in the foreground."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="an S3 endpoint over a directory (s3proxy)")
+    ap.add_argument("--root", type=Path, required=True)
+    ap.add_argument("--port", type=int, default=9000)
+    ap.add_argument("--bucket", action="append", default=[], help="create this bucket (repeatable)")
+    args = ap.parse_args(argv)
+    server = S3Proxy(args.root, port=args.port, host="0.0.0.0")
+    for b in args.bucket:
+        server.bucket(b)
+    server.start()
+    print(f"s3proxy on {server.endpoint} over {server.data}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: server.stop())
+    assert server._proc is not None
+    server._proc.wait()
+
+
+if __name__ == "__main__":
+    main()

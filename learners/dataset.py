@@ -69,6 +69,8 @@ class DatasetSpec:
     wait for ever). Log time, not the reader's clock, so a pinned read always selects the same."""
     with_messages: bool = False
     """Also read each sequence's chat messages (exports); a learner needs only the tokens."""
+    storage_options: dict[str, str] | None = None
+    """delta-rs's options for a lake on an object store (``s3://``: endpoint, keys, region)."""
 
 
 @dataclass
@@ -231,7 +233,9 @@ class SampleSet:
         return dropped
 
 
-def pinned_versions(lake: str, versions: dict[str, int] | None = None) -> dict[str, int]:
+def pinned_versions(
+    lake: str, versions: dict[str, int] | None = None, storage_options: dict[str, str] | None = None
+) -> dict[str, int]:
     """The versions of the tables read: those given, else the newest that hold the same Kafka offsets.
 
     A batch commits ``episodes``, ``rewards`` and ``samples`` one after another; a
@@ -240,7 +244,7 @@ def pinned_versions(lake: str, versions: dict[str, int] | None = None) -> dict[s
     """
     if versions is not None and all(n in versions for n in TABLES_READ):
         return {n: int(versions[n]) for n in TABLES_READ}
-    found = consistent_versions(Lake(lake), TABLES_READ)
+    found = consistent_versions(Lake(lake, storage_options), TABLES_READ)
     return {**found, **{n: int(v) for n, v in (versions or {}).items() if n in TABLES_READ}}
 
 
@@ -400,8 +404,8 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     was open, unscored or waiting for its group then is trained on now, once.
     Every exclusion is counted by reason in ``skipped``.
     """
-    lk = Lake(spec.lake)
-    versions = pinned_versions(spec.lake, spec.versions)
+    lk = Lake(spec.lake, spec.storage_options)
+    versions = pinned_versions(spec.lake, spec.versions, spec.storage_options)
     episodes = lk.read("episodes", version=versions["episodes"], columns=_EPISODE_COLUMNS)
     rewards = lk.read(
         "rewards", version=versions["rewards"], where=f"judge_name = {_literal(spec.judge_name)}",

@@ -218,6 +218,21 @@ def status(
         raise typer.Exit(code=ExitCode.NOT_READY)
 
 
+@app.command("topics")
+def topics_ensure(
+    replication: Annotated[int, typer.Option(min=1, help="Replicas of each partition (3 on a cluster).")] = 3,
+) -> None:
+    """Create the topics on a running cluster (TRAJLAKE_KAFKA_BOOTSTRAP) that do not exist yet."""
+    from ingest.kafka_broker import EmbeddedKafka, Quorum, require_broker
+
+    s = settings()
+    require_broker(s.kafka_bootstrap)
+    quorum = Quorum({i: 0 for i in range(1, replication + 1)}, "", replication=replication)
+    EmbeddedKafka(s.home, s.kafka_bootstrap, topics=s.topics, quorum=quorum, progress=note).ensure_topics()
+    console.print(f"topics on {s.kafka_bootstrap}: {', '.join(s.topics)} (replication {replication}, "
+                  f"min.insync.replicas {quorum.min_insync})")  # fmt: skip
+
+
 @app.command()
 def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,

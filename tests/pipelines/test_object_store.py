@@ -90,6 +90,13 @@ def test_an_s3_lake_equals_a_local_one_and_two_writers_lose_and_duplicate_nothin
         assert set(ids) == wl.truth.event_ids, "events lost"
         _same(local.lake(), lake)
 
+    # a learner reads its samples from the S3 lake at one consistent snapshot
+    from learners.dataset import DatasetSpec, load_samples
+
+    on_s3 = load_samples(DatasetSpec(lake=one.lake_root, judge_name="tests", storage_options=opts))
+    here = load_samples(DatasetSpec(lake=local.lake_root, judge_name="tests"))
+    assert on_s3.table.equals(here.table) and on_s3.skipped == here.skipped and sum(here.skipped.values()) > 0
+
     # the Dask runner writes the S3 lake too (its workers stage and commit through S3)
     dask = PipelineConfig(bootstrap=fresh_broker.bootstrap, lake_root=f"{bucket}/dask", lake_options=opts,
                           runner="dask")  # fmt: skip
