@@ -70,9 +70,21 @@ def cluster_state(home: Path) -> dict[str, Any] | None:
     path = Path(home) / CLUSTER_DIR / STATE_FILE
     try:
         state: dict[str, Any] = json.loads(path.read_text())
+        host, nodes, _ = state["host"], state["nodes"], state["cluster_id"]
+        if (
+            not isinstance(host, str)
+            or not nodes
+            or not all(
+                isinstance(int(n), int)
+                and isinstance(v["port"], int)
+                and isinstance(v["controller_port"], int)
+                for n, v in nodes.items()
+            )
+        ):
+            raise ValueError("unexpected layout")
     except FileNotFoundError:
         return None
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BrokerError(f"cluster layout {path} is unreadable ({exc}); move {path.parent} away") from exc
     return state
 
@@ -118,6 +130,15 @@ class KafkaCluster:
         self._progress = progress or (lambda _m: None)
         host, port = parse_bootstrap(bootstrap)
         state = cluster_state(self.home)
+        single = self.home / "kafka" / "data"
+        if state is None and single.is_dir() and any(single.iterdir()):
+            # the home's log is the single broker's: a new cluster would start an empty log beside it,
+            # and the lake (which holds that log's offsets) would skip what the cluster records
+            raise BrokerError(
+                f"this home's log is on its single broker ({single}); a cluster would start an empty "
+                "one beside it: use another TRAJLAKE_HOME for the cluster (and `trajlake replay` into "
+                "a new lake), or move the single broker's data away"
+            )
         if state is not None and len(state["nodes"]) != brokers:
             raise BrokerError(
                 f"{self.dir} holds a cluster of {len(state['nodes'])} brokers, not {brokers}: "

@@ -107,9 +107,15 @@ class Lake:
         import fcntl
         import hashlib
 
-        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trajlake" / "locks"
+        # every writer of the lake on this host must find the same file: TRAJLAKE_LOCK_DIR names a
+        # directory they share (containers: a shared volume); the key is the store, not its spelling
+        shared = os.environ.get("TRAJLAKE_LOCK_DIR")
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        base = Path(shared) if shared else Path(cache) / "trajlake" / "locks"
         base.mkdir(parents=True, exist_ok=True)
-        path = base / (hashlib.sha256(self.root.encode()).hexdigest()[:20] + ".lock")
+        endpoint = (self.storage_options or {}).get("AWS_ENDPOINT_URL", "")
+        key = endpoint.rstrip("/") + "|" + self.root.replace("s3a://", "s3://", 1).rstrip("/")
+        path = base / (hashlib.sha256(key.encode()).hexdigest()[:20] + ".lock")
         with open(path, "a") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
@@ -164,7 +170,8 @@ class Lake:
             except Exception as exc:  # damaged: never write on top of it
                 raise self._damaged(name, exc) from exc
             if existing is not None:
-                self._add_new_columns(name, existing)
+                with self._writing():
+                    self._add_new_columns(name, existing)
 
     def _create(self, name: str) -> None:
         if self.exists(name):  # another writer made it while this one waited for the lock

@@ -30,6 +30,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from lake.check import refuse_damaged
+from lake.errors import LakeError
 from lake.store import PIPELINE_TABLES, Lake, OffsetRange, app_id
 from pipelines.beam_stages import (
     EPISODE_TABLES,
@@ -160,6 +161,14 @@ def plan_batch(
     ranges = []
     for (topic, part), end in sorted(ends.items()):
         start = starts[(topic, part)]
+        if start > end and cfg.floor.get((topic, part), 0) < start:
+            # the lake holds offsets this log never had: another log (a new broker or cluster,
+            # a recreated topic); folding would skip records silently
+            raise PipelineError(
+                f"the lake at {cfg.lake_root} holds {topic}/{part} up to offset {start - 1}, but that "
+                f"partition of the log at {cfg.bootstrap} ends at {end}: the lake was built from another "
+                "log; `trajlake replay --into NEW_DIR` builds a lake of this one"
+            )
         stop = min(end, start + cfg.max_batch_per_partition)
         if stop > start:
             ranges.append(OffsetRange(topic, part, start, stop))
@@ -173,7 +182,10 @@ def _options(cfg: PipelineConfig) -> tuple[Any, PipelineOptions]:
 
         if cfg.dask_scheduler is None:
             raise PipelineError("the dask runner needs a scheduler: run it inside dask_cluster(cfg)")
-        return DaskRunner(), PipelineOptions([*cfg.beam_args, f"--dask_client_address={cfg.dask_scheduler}"])
+        # one partition per offset range (Beam's default packs up to 128 in one: one reading task)
+        return DaskRunner(), PipelineOptions(
+            [*cfg.beam_args, f"--dask_client_address={cfg.dask_scheduler}", "--dask_partition_size=1"]
+        )
     if any(a.startswith("--runner") for a in cfg.beam_args):
         return None, opts
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
@@ -306,15 +318,22 @@ STALE_STAGING_S = 24 * 3600.0
 
 
 def _sweep_staging(lake: Lake) -> None:
-    """Remove staging directories crashed runs left behind."""
+    """Remove the staging directories of runs that crashed a day ago or more.
+
+    A run's directory is named by its start time first: object stores give directories no time.
+    """
     import pyarrow.fs as pafs
 
     fs, base = lake.staging()
     now = time.time()
     with contextlib.suppress(OSError):
         for info in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
-            mtime = info.mtime.timestamp() if info.mtime is not None else now
-            if info.type == pafs.FileType.Directory and now - mtime > STALE_STAGING_S:
+            started = info.base_name.split("-", 1)[0]
+            if (
+                info.type == pafs.FileType.Directory
+                and started.isdigit()
+                and now - int(started) > STALE_STAGING_S
+            ):
                 fs.delete_dir(info.path)
 
 
@@ -323,7 +342,7 @@ def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
     t0 = time.monotonic()
     runner, opts = _options(cfg)
     p = beam.Pipeline(runner=runner, options=opts) if runner is not None else beam.Pipeline(options=opts)
-    run_id = uuid.uuid4().hex
+    run_id = f"{int(time.time())}-{uuid.uuid4().hex[:12]}"  # the time first: the sweep reads it
     build(p, ranges, cfg, run_id)
     try:
         with _stderr_to(cfg.worker_log):
@@ -335,8 +354,8 @@ def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
                 if client is not None:
                     client.close()
     finally:
-        fs, base = cfg.lake().staging()
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, PipelineError, LakeError):
+            fs, base = cfg.lake().staging()
             fs.delete_dir(f"{base}/{run_id}")
     counters: dict[str, int] = {}
     try:
@@ -438,6 +457,7 @@ def _run_follow(
 ) -> int:
     stop = stop or threading.Event()
     previous: dict[signal.Signals, Any] = {}
+    _sweep_staging(cfg.lake())
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())

@@ -499,6 +499,14 @@ def _pipeline_config(
 def _batch_printer(progress: Any = None, task: Any = None) -> Any:
     def show(res: Any) -> None:
         c = res.counters
+        if not c:  # Beam's DaskRunner reports no metrics
+            line = f"batch: {res.records} records in {res.seconds:.1f}s (this runner reports no row counts)"
+            if progress is not None:
+                progress.console.print(line)
+                progress.advance(task, res.records)
+            else:
+                console.print(line)
+            return
         line = (
             f"batch: {res.records} records in {res.seconds:.1f}s -> "
             f"events +{c.get('WriteDelta.events', 0)}, quarantine +{c.get('WriteDelta.quarantine', 0)}, "

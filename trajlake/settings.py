@@ -74,7 +74,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _cluster_bootstrap(self) -> Settings:
-        if "kafka_bootstrap" not in self.model_fields_set:
+        if "kafka_bootstrap" not in self.model_fields_set or not self.kafka_bootstrap.strip():
             from ingest.kafka_cluster import cluster_bootstrap
 
             found = cluster_bootstrap(self.home)
