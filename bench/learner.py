@@ -384,16 +384,21 @@ def _curve(
     torch.set_num_threads(1)
     fam = demo.family_module()
     extra = dict(overrides or {})
+    if "length" in extra:  # one string length for the tasks (the family's LENGTHS are read at call time)
+        fam.LENGTHS = (int(extra["length"]), int(extra.pop("length")))
     tpi, group = int(extra.pop("tpi", demo.TASKS_PER_ITERATION)), int(extra.pop("group", demo.GROUP_SIZE))
     warm_stop = float(extra.pop("warm_stop", demo.WARM_STOP_SUCCESS))
     train_temp = float(extra.pop("train_temperature", demo.TRAIN_TEMPERATURE))
     warm_check = int(extra.pop("warm_check", demo.WARM_CHECK_EVERY))
+    warm_long = float(extra.pop("warm_long", demo.WARM_LONG_FRACTION))
+    split = fam.splits(int(extra.pop("train_tasks", demo.TRAIN_TASKS)), held_out, seed=seed)
     hyper = {
         **demo.RL_HYPERPARAMETERS,
         **{k: type(demo.RL_HYPERPARAMETERS.get(k, 0.0))(v) for k, v in extra.items()},
     }
-    split = fam.splits(tpi * (iterations + demo.REFILL_ROUNDS), held_out, seed=seed)
-    pairs, validation = demo.warm_data(set(split["train"]) | set(split["eval"]), fam.LENGTHS, seed=seed)
+    pairs, validation = demo.warm_data(
+        set(split["train"]) | set(split["eval"]), fam.LENGTHS, seed=seed, long_fraction=warm_long
+    )
     tok = CharTokenizer()
     with tempfile.TemporaryDirectory() as tmp:
         ck = supervised_warm_start(

@@ -1,14 +1,14 @@
 """``trajlake demo``: the closed loop on the embedded default, end to end, as a measurement.
 
 1. The embedded Kafka broker comes up.
-2. The ``reverse`` family is generated (``tasks/reverse/make_tasks.py``: random 5-6-letter
+2. The ``reverse`` family is generated (``tasks/reverse/make_tasks.py``: random 6-letter
    strings to write reversed, a training split and 200 held-out tasks) and admitted (real
    sandboxes, the real ``answer`` judge) into the ``tasks`` table through the log.
 3. A supervised warm start on synthetic strings (never a task's) that are mostly 3-4
-   letters long: it stops as soon as it solves 10% of 100 synthetic 5-6-letter validation
-   strings greedily, so the long strings are a skill it mostly lacks.
+   letters long: it stops as soon as it solves 20% of 100 synthetic 6-letter validation
+   strings greedily (checked every 5 steps), so the long strings are a skill it mostly lacks.
 4. Iterations: the current checkpoint is evaluated on every held-out task twice (greedy
-   and sampled); it acts in groups on fresh training tasks in rollout worker processes
+   and sampled); it acts in groups (at T=0.7) on the next training tasks in rollout worker processes
    acting in sandboxes (groups whose episodes all scored the same are refilled with new
    tasks, a bounded number of times, and counted); every step is an event in Kafka; the
    Beam pipeline folds the log into Delta; the learner reads exactly the new episodes at
@@ -50,7 +50,7 @@ FAMILY_SOURCE = Path(__file__).resolve().parents[1] / "tasks" / "reverse"
 WARM_LENGTHS = (3, 4)
 """Lengths of most warm-start strings; the tasks' strings are longer (``make_tasks.LENGTHS``)."""
 WARM_LONG_FRACTION = 0.05
-"""Share of warm-start strings with the tasks' lengths (a first grip, no more)."""
+"""Share of warm-start strings with the tasks' length (a first grip, no more)."""
 WARM_STOP_SUCCESS = 0.20
 """The warm start stops once it solves this share of the long validation strings greedily."""
 WARM_CHECK_EVERY = 5
@@ -58,8 +58,11 @@ WARM_CHECK_EVERY = 5
 under 10% to over 40% within 25 steps, and a start that strong leaves RL little to show)."""
 ITERATIONS = 4
 """RL iterations of the demo (the final evaluation comes after the last)."""
-TASKS_PER_ITERATION = 64
-"""Fresh training tasks each iteration acts on."""
+TASKS_PER_ITERATION = 128
+"""Training tasks each iteration acts on (drawn in turn from the training split)."""
+TRAIN_TASKS = 256
+"""The training split: an iteration takes the next ``TASKS_PER_ITERATION`` of them, so each is
+acted on about twice in four iterations (the held-out split is never acted on or trained on)."""
 GROUP_SIZE = 8
 """Attempts per training task and iteration (G)."""
 TRAIN_TEMPERATURE = 0.7
@@ -74,7 +77,7 @@ RL_HYPERPARAMETERS: dict[str, Any] = {
     "kl_coef": 0.0,
     # a fresh Adam moves every weight by ~lr in its first steps, whatever the gradient: without
     # the ramp the first update undid the warm start (27.5% -> 11% greedy, seed 0 in-process)
-    "lr_warmup_steps": 64,
+    "lr_warmup_steps": 128,
 }
 """The learner's settings in each iteration (``bench/learner.py --parts curves`` uses them too)."""
 
@@ -94,7 +97,12 @@ def prompt_of(word: str) -> str:
 
 
 def warm_data(
-    exclude: set[str], lengths: tuple[int, int], *, n: int = 4000, seed: int = 0
+    exclude: set[str],
+    lengths: tuple[int, int],
+    *,
+    n: int = 4000,
+    seed: int = 0,
+    long_fraction: float | None = None,
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """Warm-start pairs (mostly short strings) and 100 long validation strings, none in ``exclude``."""
     rng = random.Random(seed)
@@ -109,7 +117,7 @@ def warm_data(
                 out.append(w)
         return out
 
-    n_long = int(n * WARM_LONG_FRACTION)
+    n_long = int(n * (WARM_LONG_FRACTION if long_fraction is None else long_fraction))
     words = draw(n - n_long, *WARM_LENGTHS) + draw(n_long, *lengths)
     rng.shuffle(words)
     return [(prompt_of(w), w[::-1]) for w in words], draw(100, *lengths)
@@ -250,11 +258,12 @@ def run_demo(
     if family_dir is None:
         console.rule("[bold]2. generate and admit the reverse task family")
         family_dir = Path(settings.home) / "tasks" / "reverse"
-        n_train = tasks_per_iteration * (iterations + 1)  # an iteration's worth of refills
+        n_train = TRAIN_TASKS
         family.write_family(family_dir, train=n_train, held_out=held_out, seed=seed)
         lo, hi = family.LENGTHS
+        letters = f"{lo}" if lo == hi else f"{lo}-{hi}"
         console.print(f"tasks/reverse/make_tasks.py: {n_train} training and {held_out} held-out tasks "
-                      f"(random {lo}-{hi}-letter strings) in {family_dir}")  # fmt: skip
+                      f"(random {letters}-letter strings) in {family_dir}")  # fmt: skip
     else:
         console.rule(f"[bold]2. admit the {family_dir.name} task family")
     task_dirs = find_task_dirs([family_dir])
@@ -296,7 +305,7 @@ def run_demo(
         note=(f"supervised warm start on {len(pairs)} synthetic strings ({1 - WARM_LONG_FRACTION:.0%} of "
               f"{WARM_LENGTHS[0]}-{WARM_LENGTHS[1]} letters; no task string), stopped at "
               f"{WARM_STOP_SUCCESS:.0%} greedy success on 100 synthetic {family.LENGTHS[0]}-"
-              f"{family.LENGTHS[1]}-letter strings"),
+              f"{family.LENGTHS[1]}-letter strings (checked every {WARM_CHECK_EVERY} steps)"),
     )  # fmt: skip
     publish_checkpoint(settings.kafka_bootstrap, settings.topic_learner, ckpt)  # folded with the next batch
     wm = ckpt.lineage.metrics
@@ -308,6 +317,7 @@ def run_demo(
     next_task = 0
 
     def fresh(n: int) -> list[Task]:
+        """The next ``n`` training tasks, in turn."""
         nonlocal next_task
         picked = [train_tasks[(next_task + i) % len(train_tasks)] for i in range(n)]
         next_task += n

@@ -16,8 +16,10 @@ import string
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-LENGTHS = (5, 6)
-"""Lengths of the generated strings (the demo's warm start sees mostly shorter ones)."""
+LENGTHS = (6, 6)
+"""Lengths of the generated strings (the demo's warm start sees mostly shorter ones). One length:
+with 5 and 6 mixed, a warm start would now and then master one of them and not the other, and
+RL would stall on the other (seed 0: 0 of 87 five-letter held-out tasks at every iteration)."""
 
 
 def strings(n: int, lengths: tuple[int, int], *, seed: int, exclude: set[str] | None = None) -> list[str]:
