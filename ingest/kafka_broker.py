@@ -560,29 +560,7 @@ class EmbeddedKafka:
         """Broker liveness, topics and partition end offsets."""
         pid = self.pid()
         running = pid is not None and port_in_use(self.host, self.port)
-        topics: dict[str, dict[int, int]] = {}
-        if running:
-            from kafka import KafkaConsumer, TopicPartition
-            from kafka.errors import KafkaError
-
-            try:
-                consumer = KafkaConsumer(
-                    bootstrap_servers=self.bootstrap, request_timeout_ms=10000, enable_auto_commit=False
-                )
-                try:
-                    for topic in sorted(consumer.topics()):
-                        if topic.startswith("__"):
-                            continue
-                        parts = sorted(consumer.partitions_for_topic(topic) or [])
-                        ends = consumer.end_offsets([TopicPartition(topic, p) for p in parts])
-                        topics[topic] = {
-                            tp.partition: off
-                            for tp, off in sorted(ends.items(), key=lambda kv: kv[0].partition)
-                        }
-                finally:
-                    consumer.close()
-            except KafkaError as exc:
-                log.warning("could not read topic offsets: %s", exc)
+        topics = topic_end_offsets(self.bootstrap) if running else {}
         return BrokerStatus(
             running=running, pid=pid, bootstrap=self.bootstrap, data_dir=str(self.data_dir), topics=topics
         )
@@ -598,6 +576,35 @@ class EmbeddedKafka:
                 ]
                 chunks.append(f"--- {path} ---\n" + "\n".join((interesting or text)[-lines:]))
         return "\n".join(chunks) or "(no broker log)"
+
+
+def topic_end_offsets(bootstrap: str) -> dict[str, dict[int, int]]:
+    """End offset of every partition of every topic but Kafka's own (empty when unreadable)."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+
+    topics: dict[str, dict[int, int]] = {}
+    try:
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, request_timeout_ms=10000, enable_auto_commit=False
+        )
+    except (KafkaError, OSError) as exc:
+        log.warning("could not read topic offsets: %s", exc)
+        return topics
+    try:
+        for topic in sorted(consumer.topics()):
+            if topic.startswith("__"):
+                continue
+            parts = sorted(consumer.partitions_for_topic(topic) or [])
+            ends = consumer.end_offsets([TopicPartition(topic, p) for p in parts])
+            topics[topic] = {
+                tp.partition: off for tp, off in sorted(ends.items(), key=lambda kv: kv[0].partition)
+            }
+    except KafkaError as exc:
+        log.warning("could not read topic offsets: %s", exc)
+    finally:
+        consumer.close()
+    return topics
 
 
 def _alive(pid: int) -> bool:

@@ -28,6 +28,7 @@ from ingest.kafka_broker import (
     new_cluster_id,
     parse_bootstrap,
     port_in_use,
+    topic_end_offsets,
 )
 
 CLUSTER_DIR = "kafka-cluster"
@@ -273,7 +274,7 @@ class KafkaCluster:
         running = len(alive) > len(brokers) // 2
         controller, topics = self._describe() if alive else (None, [])
         under = _lagging(topics)
-        offsets = _offsets(",".join(f"{self.host}:{b.port}" for b in alive)) if alive else {}
+        offsets = topic_end_offsets(",".join(f"{self.host}:{b.port}" for b in alive)) if alive else {}
         return ClusterStatus(running, self.bootstrap, brokers, controller, under, offsets, str(self.dir))
 
 
@@ -285,33 +286,6 @@ def _lagging(topics: list[dict[str, Any]]) -> list[str]:
         for p in t.get("partitions", [])
         if len(p.get("isr_nodes", [])) < len(p.get("replica_nodes", [])) or p.get("leader_id", -1) < 0
     ]
-
-
-def _offsets(bootstrap: str) -> dict[str, dict[int, int]]:
-    from kafka import KafkaConsumer, TopicPartition
-    from kafka.errors import KafkaError
-
-    out: dict[str, dict[int, int]] = {}
-    try:
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, request_timeout_ms=10000, enable_auto_commit=False
-        )
-    except (KafkaError, OSError):
-        return out
-    try:
-        for topic in sorted(consumer.topics()):
-            if topic.startswith("__"):
-                continue
-            parts = sorted(consumer.partitions_for_topic(topic) or [])
-            ends = consumer.end_offsets([TopicPartition(topic, p) for p in parts])
-            out[topic] = {
-                tp.partition: off for tp, off in sorted(ends.items(), key=lambda kv: kv[0].partition)
-            }
-    except KafkaError:
-        pass
-    finally:
-        consumer.close()
-    return out
 
 
 def _free_port_not(host: str, taken: set[int]) -> int:
