@@ -99,7 +99,7 @@ class Lake:
         self.commit_lock = self.remote if commit_lock is None else commit_lock
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
+    def writing(self) -> Iterator[None]:
         """Hold the lake's commit lock (when it has one) around a write."""
         if not self.commit_lock:
             yield
@@ -163,14 +163,14 @@ class Lake:
             except TableNotFoundError:
                 existing = None
                 try:
-                    with self._writing():
+                    with self.writing():
                         self._create(name)
                 except DeltaError as exc:
                     raise LakeError(f"cannot create table {name} at {self.uri(name)}: {exc}") from exc
             except Exception as exc:  # damaged: never write on top of it
                 raise self._damaged(name, exc) from exc
             if existing is not None:
-                with self._writing():
+                with self.writing():
                     self._add_new_columns(name, existing)
 
     def _create(self, name: str) -> None:
@@ -422,7 +422,7 @@ class Lake:
         Raises:
             LakeError: the commit kept failing.
         """
-        with self._writing():
+        with self.writing():
             return self._write(name, rows, mode=mode, txns=dict(txns or {}), max_attempts=max_attempts,
                                episodes=episodes, replacing=replacing)  # fmt: skip
 

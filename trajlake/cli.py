@@ -731,10 +731,14 @@ def lake_maintain(
             "add --allow-short-retention",
             ExitCode.USAGE,
         )
-    root = lake or settings().lake
-    require_lake(root, table or ())
+    s = settings()
+    root = str(lake) if lake else s.lake_root()
+    require_lake(root, table or (), storage_options=s.storage_options(root))
     results = []
-    with SparkLake(root, progress=note) as sl, err_console.status("maintaining") as status:
+    with (
+        SparkLake(root, storage_options=s.storage_options(root), progress=note) as sl,
+        err_console.status("maintaining") as status,
+    ):
         for r in sl.maintain(
             table, vacuum=vacuum, retain_hours=retain_hours, allow_short_retention=allow_short_retention,
             on_table=lambda r: status.update(f"{r.table} done; next..."),
@@ -763,9 +767,10 @@ def lake_sql(
     from pipelines.spark_lake import SparkLake
     from trajlake.preflight import require_lake
 
-    root = lake or settings().lake
-    require_lake(root)
-    with SparkLake(root, progress=note) as sl:
+    s = settings()
+    root = str(lake) if lake else s.lake_root()
+    require_lake(root, storage_options=s.storage_options(root))
+    with SparkLake(root, storage_options=s.storage_options(root), progress=note) as sl:
         df = sl.sql(query)
         try:
             rows = [r.asDict(recursive=True) for r in df.limit(limit).collect()]
