@@ -304,12 +304,19 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
+    import logging
     import tempfile
+
+    # the table is the output: Beam's and kafka-python's chatter (reconnects are the point here) is not
+    logging.basicConfig(level=logging.WARNING, force=True)
+    for noisy in ("kafka", "apache_beam", "distributed"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
 
     root = args.dir or Path(tempfile.mkdtemp(prefix="trajlake-chaos-"))
     cluster = KafkaCluster(root / "cluster", f"127.0.0.1:{_port()}", brokers=3)
     cluster.start()
     results = []
+    print(table([]).splitlines()[0], flush=True)
     try:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             r = Chaos(cluster, root / f"seed-{seed}", seed).run(window_s=args.window)
