@@ -88,6 +88,11 @@ def require_broker(bootstrap: str, *, timeout_s: float = 2.0) -> None:
     )
 
 
+def new_cluster_id() -> str:
+    """A fresh KRaft cluster id (22 characters of URL-safe base64)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
@@ -110,16 +115,35 @@ class BrokerStatus:
     """Topic -> partition -> end offset."""
 
 
+@dataclass(frozen=True)
+class Quorum:
+    """The KRaft quorum a node belongs to (a single node is a quorum of one)."""
+
+    voters: dict[int, int]
+    """Node id -> its controller port (every node is broker and controller: combined mode)."""
+    cluster_id: str
+    replication: int = 1
+    """Replication factor of the topics (and Kafka's internal topics)."""
+
+    @property
+    def min_insync(self) -> int:
+        """``min.insync.replicas``: a write is acknowledged by a majority of the replicas."""
+        return self.replication // 2 + 1 if self.replication >= 3 else 1
+
+
 class EmbeddedKafka:
-    """Prepare, start, stop and inspect this home's single-node KRaft broker.
+    """Prepare, start, stop and inspect this home's single-node KRaft broker (or one node of a cluster).
 
     Args:
-        home: the trajlake home; the broker lives in ``home/kafka``.
-        bootstrap: ``host:port`` the broker listens on for clients.
+        home: the trajlake home; the broker lives in ``home/kafka`` (``directory``, when given).
+        bootstrap: ``host:port`` the broker listens on for clients (the first one, if several).
         topics: topics to create on start, with their partition counts.
         heap: JVM heap size.
         start_timeout_s: how long ``start`` waits for the broker to answer.
         progress: optional callback receiving human-readable progress lines.
+        node_id: this node's id in ``quorum``.
+        quorum: the cluster this node belongs to (default: a quorum of this node alone).
+        directory: where this node keeps its files (a cluster gives each node its own).
     """
 
     def __init__(
@@ -131,12 +155,17 @@ class EmbeddedKafka:
         heap: str = "512m",
         start_timeout_s: float = 120.0,
         progress: Callable[[str], None] | None = None,
+        node_id: int = 1,
+        quorum: Quorum | None = None,
+        directory: Path | None = None,
     ) -> None:
         self.home = Path(home).absolute()
-        self.dir = self.home / "kafka"
+        self.dir = Path(directory).absolute() if directory is not None else self.home / "kafka"
         self.data_dir = self.dir / "data"
         self.bootstrap = bootstrap
         self.host, self.port = parse_bootstrap(bootstrap)
+        self.node_id = node_id
+        self.quorum = quorum
         self.topics = dict(DEFAULT_TOPICS if topics is None else topics)
         self.heap = heap
         self.start_timeout_s = start_timeout_s
@@ -230,11 +259,15 @@ class EmbeddedKafka:
         return pid
 
     def _write_config(self, state: dict[str, Any]) -> Path:
-        ctrl = state["controller_port"]
+        quorum = self.quorum or Quorum({1: int(state["controller_port"])}, str(state["cluster_id"]))
+        ctrl = quorum.voters[self.node_id]
+        rf = str(quorum.replication)
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@{self.host}:{ctrl}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": ",".join(
+                f"{n}@{self.host}:{p}" for n, p in sorted(quorum.voters.items())
+            ),
             "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{ctrl}",
             "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "controller.listener.names": "CONTROLLER",
@@ -242,11 +275,15 @@ class EmbeddedKafka:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.data_dir),
             "num.partitions": "8",
-            "offsets.topic.replication.factor": "1",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "default.replication.factor": rf,
+            "min.insync.replicas": str(quorum.min_insync),
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": str(quorum.min_insync),
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": str(quorum.min_insync),
+            # a replica that falls behind is caught up, never elected with lost writes
+            "unclean.leader.election.enable": "false",
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
             # The log is the source of truth: keep it (replay reads from offset 0).
@@ -322,12 +359,26 @@ class EmbeddedKafka:
                 the storage is corrupted, or the broker did not come up (its log
                 tail is included).
         """
+        proc = self.launch()
+        if proc is not None:
+            self.wait_ready(proc)
+        self.ensure_topics()
+        return self.status()
+
+    def launch(self) -> subprocess.Popen[bytes] | None:
+        """Format the storage on first use and start the broker's process; ``None`` if it already runs.
+
+        The broker answers only once its quorum has a leader: a cluster launches every node,
+        then waits (:meth:`wait_ready`).
+
+        Raises:
+            BrokerError: as :meth:`start`.
+        """
         running = self.pid()
         if running is not None:
             if port_in_use(self.host, self.port):
                 self._progress(f"broker already running (pid {running}) on {self.bootstrap}")
-                self.ensure_topics()
-                return self.status()
+                return None
             raise BrokerError(
                 f"broker process {running} of {self.dir} is alive but not answering on "
                 f"{self.bootstrap}; run `trajlake down` first"
@@ -345,7 +396,7 @@ class EmbeddedKafka:
         formatted = self._check_storage(state)
         if not state:
             state = {
-                "cluster_id": base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
+                "cluster_id": self.quorum.cluster_id if self.quorum else new_cluster_id(),
                 "controller_port": _free_port(self.host),
             }
             if formatted:  # storage from an earlier state file that was lost
@@ -354,8 +405,8 @@ class EmbeddedKafka:
                 if m:
                     state["cluster_id"] = m.group(1)
             self._save_state(state)
-        if port_in_use(self.host, int(state["controller_port"])):
-            state["controller_port"] = _free_port(self.host)
+        if self.quorum is None and port_in_use(self.host, int(state["controller_port"])):
+            state["controller_port"] = _free_port(self.host)  # (a cluster's ports are the cluster's)
             self._save_state(state)
         config = self._write_config(state)
         jvm = [
@@ -396,21 +447,24 @@ class EmbeddedKafka:
                 cwd=self.dir,
             )
         self.pid_file.write_text(str(proc_b.pid))
+        return proc_b
+
+    def wait_ready(self, proc: subprocess.Popen[bytes]) -> None:
+        """Wait until the broker :meth:`launch` started answers.
+
+        Raises:
+            BrokerError: it exited, or did not answer within ``start_timeout_s`` (killed then).
+        """
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
-            if proc_b.poll() is not None:
+            if proc.poll() is not None:
                 self.pid_file.unlink(missing_ok=True)
-                raise BrokerError(f"Kafka broker exited with code {proc_b.returncode}:\n{self.log_tail()}")
+                raise BrokerError(f"Kafka broker exited with code {proc.returncode}:\n{self.log_tail()}")
             if port_in_use(self.host, self.port) and self._answers():
-                break
+                return
             time.sleep(0.25)
-        else:
-            self._kill(proc_b.pid)
-            raise BrokerError(
-                f"Kafka broker did not answer within {self.start_timeout_s}s:\n{self.log_tail()}"
-            )
-        self.ensure_topics()
-        return self.status()
+        self._kill(proc.pid)
+        raise BrokerError(f"Kafka broker did not answer within {self.start_timeout_s}s:\n{self.log_tail()}")
 
     def _answers(self) -> bool:
         from kafka import KafkaAdminClient
@@ -437,9 +491,13 @@ class EmbeddedKafka:
         from kafka.errors import KafkaError, TopicAlreadyExistsError
 
         admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=30000)
+        rf = self.quorum.replication if self.quorum else 1
+        configs = {"min.insync.replicas": str(self.quorum.min_insync)} if self.quorum else {}
         try:
             existing = set(admin.list_topics())
-            missing = [NewTopic(t, n, 1) for t, n in self.topics.items() if t not in existing]
+            missing = [
+                NewTopic(t, n, rf, topic_configs=configs) for t, n in self.topics.items() if t not in existing
+            ]
             if missing:
                 self._progress(
                     "creating topics " + ", ".join(f"{t.name} ({t.num_partitions})" for t in missing)
@@ -502,29 +560,7 @@ class EmbeddedKafka:
         """Broker liveness, topics and partition end offsets."""
         pid = self.pid()
         running = pid is not None and port_in_use(self.host, self.port)
-        topics: dict[str, dict[int, int]] = {}
-        if running:
-            from kafka import KafkaConsumer, TopicPartition
-            from kafka.errors import KafkaError
-
-            try:
-                consumer = KafkaConsumer(
-                    bootstrap_servers=self.bootstrap, request_timeout_ms=10000, enable_auto_commit=False
-                )
-                try:
-                    for topic in sorted(consumer.topics()):
-                        if topic.startswith("__"):
-                            continue
-                        parts = sorted(consumer.partitions_for_topic(topic) or [])
-                        ends = consumer.end_offsets([TopicPartition(topic, p) for p in parts])
-                        topics[topic] = {
-                            tp.partition: off
-                            for tp, off in sorted(ends.items(), key=lambda kv: kv[0].partition)
-                        }
-                finally:
-                    consumer.close()
-            except KafkaError as exc:
-                log.warning("could not read topic offsets: %s", exc)
+        topics = topic_end_offsets(self.bootstrap) if running else {}
         return BrokerStatus(
             running=running, pid=pid, bootstrap=self.bootstrap, data_dir=str(self.data_dir), topics=topics
         )
@@ -540,6 +576,35 @@ class EmbeddedKafka:
                 ]
                 chunks.append(f"--- {path} ---\n" + "\n".join((interesting or text)[-lines:]))
         return "\n".join(chunks) or "(no broker log)"
+
+
+def topic_end_offsets(bootstrap: str) -> dict[str, dict[int, int]]:
+    """End offset of every partition of every topic but Kafka's own (empty when unreadable)."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+
+    topics: dict[str, dict[int, int]] = {}
+    try:
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, request_timeout_ms=10000, enable_auto_commit=False
+        )
+    except (KafkaError, OSError) as exc:
+        log.warning("could not read topic offsets: %s", exc)
+        return topics
+    try:
+        for topic in sorted(consumer.topics()):
+            if topic.startswith("__"):
+                continue
+            parts = sorted(consumer.partitions_for_topic(topic) or [])
+            ends = consumer.end_offsets([TopicPartition(topic, p) for p in parts])
+            topics[topic] = {
+                tp.partition: off for tp, off in sorted(ends.items(), key=lambda kv: kv[0].partition)
+            }
+    except KafkaError as exc:
+        log.warning("could not read topic offsets: %s", exc)
+    finally:
+        consumer.close()
+    return topics
 
 
 def _alive(pid: int) -> bool:

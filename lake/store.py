@@ -14,9 +14,11 @@ not enforce that check itself.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -72,16 +74,80 @@ class OffsetRange:
 
 
 class Lake:
-    """The Delta tables under one directory (``$TRAJLAKE_HOME/lake``).
+    """The Delta tables under one directory (``$TRAJLAKE_HOME/lake``) or object-store prefix.
 
     Args:
-        root: the lake directory (or any delta-rs URI).
-        storage_options: passed to delta-rs for object stores.
+        root: the lake directory (or any delta-rs URI: ``s3://bucket/prefix``).
+        storage_options: passed to delta-rs for object stores (endpoint, keys, ...).
+        commit_lock: serialise this host's commits to the lake through a lock file (default: on
+            for an object store). delta-rs detects a concurrent commit by writing the next log
+            entry only if it does not exist; on a store that ignores that condition (s3proxy
+            2.6) two writers would overwrite each other's commit, so the writers of one host
+            take turns. Writers on several hosts need a store that honours conditional writes.
     """
 
-    def __init__(self, root: str | Path, storage_options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        storage_options: dict[str, str] | None = None,
+        *,
+        commit_lock: bool | None = None,
+    ) -> None:
         self.root = str(root).rstrip("/")
         self.storage_options = storage_options
+        self.remote = "://" in self.root and not self.root.startswith("file://")
+        self.commit_lock = self.remote if commit_lock is None else commit_lock
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the lake's commit lock (when it has one) around a write."""
+        if not self.commit_lock:
+            yield
+            return
+        import fcntl
+        import hashlib
+
+        # every writer of the lake on this host must find the same file: TRAJLAKE_LOCK_DIR names a
+        # directory they share (containers: a shared volume); the key is the store, not its spelling
+        shared = os.environ.get("TRAJLAKE_LOCK_DIR")
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        base = Path(shared) if shared else Path(cache) / "trajlake" / "locks"
+        base.mkdir(parents=True, exist_ok=True)
+        endpoint = (self.storage_options or {}).get("AWS_ENDPOINT_URL", "")
+        key = endpoint.rstrip("/") + "|" + self.root.replace("s3a://", "s3://", 1).rstrip("/")
+        path = base / (hashlib.sha256(key.encode()).hexdigest()[:20] + ".lock")
+        with open(path, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def staging(self) -> tuple[Any, str]:
+        """Where the pipeline stages files for a commit: ``(pyarrow filesystem, base path)``.
+
+        Inside the lake, so every worker of a distributed runner sees what another staged.
+        """
+        import pyarrow.fs as pafs
+
+        if not self.remote:
+            return pafs.LocalFileSystem(), f"{self.root.removeprefix('file://')}/_staging"
+        opts = {k.upper(): v for k, v in (self.storage_options or {}).items()}
+        scheme, _, rest = self.root.partition("://")
+        if scheme not in ("s3", "s3a"):
+            fs, path = pafs.FileSystem.from_uri(self.root)
+            return fs, f"{path}/_staging"
+        try:
+            import s3fs
+        except ImportError as exc:
+            raise LakeError("a lake on S3 stages files through s3fs: pip install 'trajlake[s3]'") from exc
+        # fsspec's S3 client, not Arrow's: Arrow's multipart uploads fail content checks on s3proxy 2.6
+        client: dict[str, str] = {"region_name": opts.get("AWS_REGION", "us-east-1")}
+        if opts.get("AWS_ENDPOINT_URL"):
+            client["endpoint_url"] = opts["AWS_ENDPOINT_URL"]
+        fs = s3fs.S3FileSystem(key=opts.get("AWS_ACCESS_KEY_ID"), secret=opts.get("AWS_SECRET_ACCESS_KEY"),
+                               client_kwargs=client)  # fmt: skip
+        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), f"{rest}/_staging"
 
     def uri(self, table: str) -> str:
         """Location of ``table``."""
@@ -97,19 +163,26 @@ class Lake:
             except TableNotFoundError:
                 existing = None
                 try:
-                    DeltaTable.create(
-                        self.uri(name),
-                        schema=TABLES[name],
-                        partition_by=list(PARTITION_COLUMNS.get(name, ())) or None,
-                        mode="ignore",
-                        storage_options=self.storage_options,
-                    )
+                    with self.writing():
+                        self._create(name)
                 except DeltaError as exc:
                     raise LakeError(f"cannot create table {name} at {self.uri(name)}: {exc}") from exc
             except Exception as exc:  # damaged: never write on top of it
                 raise self._damaged(name, exc) from exc
             if existing is not None:
-                self._add_new_columns(name, existing)
+                with self.writing():
+                    self._add_new_columns(name, existing)
+
+    def _create(self, name: str) -> None:
+        if self.exists(name):  # another writer made it while this one waited for the lock
+            return
+        DeltaTable.create(
+            self.uri(name),
+            schema=TABLES[name],
+            partition_by=list(PARTITION_COLUMNS.get(name, ())) or None,
+            mode="ignore",
+            storage_options=self.storage_options,
+        )
 
     def _add_new_columns(self, name: str, dt: DeltaTable) -> None:
         """A table made by an older trajlake gets the nullable columns added since (null in old rows)."""
@@ -349,7 +422,21 @@ class Lake:
         Raises:
             LakeError: the commit kept failing.
         """
-        txns = dict(txns or {})
+        with self.writing():
+            return self._write(name, rows, mode=mode, txns=dict(txns or {}), max_attempts=max_attempts,
+                               episodes=episodes, replacing=replacing)  # fmt: skip
+
+    def _write(
+        self,
+        name: str,
+        rows: pa.Table,
+        *,
+        mode: WriteMode,
+        txns: dict[str, int],
+        max_attempts: int,
+        episodes: Sequence[str],
+        replacing: Sequence[tuple[Any, ...]],
+    ) -> bool:
         if txns and self._holds(name, txns):
             return False
         if replacing:

@@ -26,7 +26,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lake import Lake, consistent_versions
+from lake import Lake, consistent_versions, sql_literal
 from learners.tokenizer import CharTokenizer
 
 TABLES_READ = ("episodes", "rewards", "samples")
@@ -69,6 +69,8 @@ class DatasetSpec:
     wait for ever). Log time, not the reader's clock, so a pinned read always selects the same."""
     with_messages: bool = False
     """Also read each sequence's chat messages (exports); a learner needs only the tokens."""
+    storage_options: dict[str, str] | None = None
+    """delta-rs's options for a lake on an object store (``s3://``: endpoint, keys, region)."""
 
 
 @dataclass
@@ -231,7 +233,9 @@ class SampleSet:
         return dropped
 
 
-def pinned_versions(lake: str, versions: dict[str, int] | None = None) -> dict[str, int]:
+def pinned_versions(
+    lake: str, versions: dict[str, int] | None = None, storage_options: dict[str, str] | None = None
+) -> dict[str, int]:
     """The versions of the tables read: those given, else the newest that hold the same Kafka offsets.
 
     A batch commits ``episodes``, ``rewards`` and ``samples`` one after another; a
@@ -240,7 +244,7 @@ def pinned_versions(lake: str, versions: dict[str, int] | None = None) -> dict[s
     """
     if versions is not None and all(n in versions for n in TABLES_READ):
         return {n: int(versions[n]) for n in TABLES_READ}
-    found = consistent_versions(Lake(lake), TABLES_READ)
+    found = consistent_versions(Lake(lake, storage_options), TABLES_READ)
     return {**found, **{n: int(v) for n, v in (versions or {}).items() if n in TABLES_READ}}
 
 
@@ -392,6 +396,14 @@ def _most_common_judge_version(episodes: pa.Table, rewards: pa.Table, spec: Data
     return Counter(in_scope).most_common(1)[0][0] if in_scope else None
 
 
+def _rewards(lk: Lake, version: int, judge_name: str) -> pa.Table:
+    """The judge's rewards at ``version``, only the columns selection reads."""
+    columns = ("episode_id", "judge_name", "judge_version", "score", "verdict", "ts", "source")
+    return lk.read(
+        "rewards", version=version, where=f"judge_name = {sql_literal(judge_name)}", columns=columns
+    )
+
+
 def load_samples(spec: DatasetSpec) -> SampleSet:
     """Read the samples the spec describes at pinned versions (one consistent snapshot).
 
@@ -400,13 +412,10 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     was open, unscored or waiting for its group then is trained on now, once.
     Every exclusion is counted by reason in ``skipped``.
     """
-    lk = Lake(spec.lake)
-    versions = pinned_versions(spec.lake, spec.versions)
+    lk = Lake(spec.lake, spec.storage_options)
+    versions = pinned_versions(spec.lake, spec.versions, spec.storage_options)
     episodes = lk.read("episodes", version=versions["episodes"], columns=_EPISODE_COLUMNS)
-    rewards = lk.read(
-        "rewards", version=versions["rewards"], where=f"judge_name = {_literal(spec.judge_name)}",
-        columns=("episode_id", "judge_name", "judge_version", "score", "verdict", "ts", "source"),
-    )  # fmt: skip
+    rewards = _rewards(lk, versions["rewards"], spec.judge_name)
     skipped: Counter[str] = Counter()
     judge_version = spec.judge_version or _most_common_judge_version(episodes, rewards, spec)
     excluded: dict[str, str] = {}
@@ -414,12 +423,7 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     if spec.since and "episodes" in spec.since:
         before_eps = lk.read("episodes", version=spec.since["episodes"], columns=_EPISODE_COLUMNS)
         before_rw = (
-            lk.read(
-                "rewards",
-                version=spec.since["rewards"],
-                where=f"judge_name = {_literal(spec.judge_name)}",
-                columns=("episode_id", "judge_name", "judge_version", "score", "verdict", "ts", "source"),
-            )  # fmt: skip
+            _rewards(lk, spec.since["rewards"], spec.judge_name)
             if "rewards" in spec.since
             else rewards.slice(0, 0)
         )
@@ -442,12 +446,6 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     if without:
         skipped["no_samples"] += without  # no model call (a scripted episode), or a lake not yet replayed
     return SampleSet(table, versions, spec.judge_name, judge_version, skipped, token_history)
-
-
-def _literal(value: str) -> str:
-    from lake import sql_literal
-
-    return sql_literal(value)
 
 
 def _trainable_rows(

@@ -14,12 +14,10 @@ import datetime as dt
 import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
 from ingest.kafka_sink import MAX_MESSAGE_BYTES
@@ -196,6 +194,55 @@ def check_stream_topic(event: EventBase, topic: str, control_topics: Mapping[str
     control_row(event)
 
 
+def as_lake(lake: str | Lake) -> Lake:
+    """A stage's lake: a :class:`Lake` (an object store's, with its options) or a local root."""
+    return lake if isinstance(lake, Lake) else Lake(lake)
+
+
+class Tagged(dict):  # type: ignore[type-arg]
+    """The outputs of a step, by tag (also readable as attributes: ``parsed.events``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError as exc:
+            raise AttributeError(name) from exc
+
+
+def _only(kv: tuple[str, Any], tag: str) -> tuple[Any, ...]:
+    return (kv[1],) if kv[0] == tag else ()
+
+
+def split_by_tag(pcoll: Any, tags: Iterable[str], label: str) -> Tagged:
+    """``(tag, value)`` pairs -> one PCollection of values per tag.
+
+    The one way a stage here has several outputs. Beam's multi-output ``ParDo`` is not used:
+    the ``DaskRunner`` keeps one bag per transform, so every tagged output of a ``ParDo``
+    would carry every element; one filtering step per tag runs the same on every runner
+    (and fuses away on the local ``FnApiRunner``).
+    """
+    return Tagged(
+        {
+            tag: pcoll | f"{label}{tag.title().replace('_', '')}" >> beam.FlatMap(_only, tag)
+            for tag in tags
+        }
+    )  # fmt: skip
+
+
+def gather(pcoll: Any, label: str) -> Any:
+    """Every element of ``pcoll`` in one list (one output element; none when ``pcoll`` is empty).
+
+    A ``GroupByKey`` on one key, not ``CombineGlobally`` (``ToList``): its default-value side
+    input makes the ``DaskRunner`` recompute the whole upstream graph inside a task.
+    """
+    return (
+        pcoll
+        | f"{label}Key" >> beam.Map(lambda x: (0, x))
+        | f"{label}Group" >> beam.GroupByKey()
+        | f"{label}List" >> beam.MapTuple(lambda _, xs: list(xs))
+    )
+
+
 class _ParseFn(beam.DoFn):
     def __init__(self, control_topics: Mapping[str, str]) -> None:
         self.control_topics = dict(control_topics)
@@ -240,9 +287,9 @@ class _ParseFn(beam.DoFn):
         self.valid.inc(len(good))
         self.invalid.inc(len(bad))
         if good:
-            yield good
+            yield "events", good
         if bad:
-            yield pvalue.TaggedOutput(QUARANTINE_TAG, bad)
+            yield QUARANTINE_TAG, bad
 
 
 class ParseAndValidate(beam.PTransform):  # type: ignore[type-arg]
@@ -261,9 +308,8 @@ class ParseAndValidate(beam.PTransform):  # type: ignore[type-arg]
         self.control_topics = dict(control_topics or {})
 
     def expand(self, batches: Any) -> Any:
-        return batches | "Parse" >> beam.ParDo(_ParseFn(self.control_topics)).with_outputs(
-            QUARANTINE_TAG, main="events"
-        )
+        parsed = batches | "Parse" >> beam.ParDo(_ParseFn(self.control_topics))
+        return split_by_tag(parsed, ("events", QUARANTINE_TAG), "Only")
 
 
 # ------------------------------------------------------------------ dedup
@@ -360,7 +406,7 @@ class DedupEvents(beam.PTransform):  # type: ignore[type-arg]
 
 
 class _ResolveFn(beam.DoFn):
-    def __init__(self, lake_root: str, chunk: int = 5000) -> None:
+    def __init__(self, lake_root: str | Lake, chunk: int = 5000) -> None:
         self.lake_root = lake_root
         self.chunk = chunk
         self.dups = Metrics.counter("DedupEvents", "already_stored")
@@ -371,7 +417,7 @@ class _ResolveFn(beam.DoFn):
         for b in batches:
             for r in b:
                 copies.setdefault(r["event_id"], []).append(r)
-        lake = Lake(self.lake_root)
+        lake = as_lake(self.lake_root)
         stored: dict[str, dict[str, Any]] = {}
         ids = sorted(copies)
         for i in range(0, len(ids), self.chunk):
@@ -410,13 +456,13 @@ class _ResolveFn(beam.DoFn):
                 else:
                     conflicts.append(_conflict(position, envelope, new))
         self.conflicts.inc(len(conflicts))
-        yield fresh
+        yield "events", fresh
         if conflicts:
-            yield pvalue.TaggedOutput("conflicts", conflicts)
+            yield "conflicts", conflicts
         if replaced:
-            yield pvalue.TaggedOutput("replaced", replaced)
+            yield "replaced", replaced
         if released:
-            yield pvalue.TaggedOutput("released", released)
+            yield "released", released
 
 
 class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
@@ -431,19 +477,13 @@ class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
     the ``quarantine`` rows that turn out to be re-sends of it).
     """
 
-    def __init__(self, lake_root: str) -> None:
+    def __init__(self, lake_root: str | Lake) -> None:
         super().__init__()
         self.lake_root = lake_root
 
     def expand(self, batches: Any) -> Any:
-        return (
-            batches
-            | "All" >> beam.combiners.ToList()
-            | "Lookup"
-            >> beam.ParDo(_ResolveFn(self.lake_root)).with_outputs(
-                "conflicts", "replaced", "released", main="events"
-            )
-        )
+        looked_up = gather(batches, "All") | "Lookup" >> beam.ParDo(_ResolveFn(self.lake_root))
+        return split_by_tag(looked_up, ("events", "conflicts", "replaced", "released"), "Only")
 
 
 # ------------------------------------------------------------------ assemble
@@ -507,7 +547,10 @@ def dead_letter(episode_id: str, rows: list[dict[str, Any]], exc: BaseException)
 
 
 class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
-    """``(episode_id, [events rows])`` -> tagged rows of the derived tables, and a dead-letter output.
+    """Chunks of ``(episode_id, [events rows])`` -> lists of rows of each derived table, and dead letters.
+
+    Every output element is a list (one per chunk of episodes and table), so the writes
+    stage one file per chunk and nothing is batched after the fold.
 
     A stream whose fold raises (an event the parser accepted but the projection
     cannot use) goes to the ``dead_letter`` output as a ``quarantine`` row, and
@@ -519,38 +562,39 @@ class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
     def expand(self, grouped: Any) -> Any:
         failed = Metrics.counter("AssembleEpisodes", "dead_letters")
 
-        def emit(kv: tuple[str, list[dict[str, Any]]]) -> Iterator[Any]:
-            # no rows when its events are gone (a conflict lost to an earlier copy): its rows go too
-            out: dict[str, list[dict[str, Any]]] = {}
-            stream = stream_kind(kv[0])
-            if not kv[1] and stream is not None:
-                yield pvalue.TaggedOutput(f"removed_{stream.table}", [stream_key(kv[0])])
-            if kv[1]:
-                try:
-                    out = assemble(kv[0], kv[1])
-                except Exception as exc:  # noqa: BLE001 - one unfoldable stream never stops the batch
-                    failed.inc()
-                    yield pvalue.TaggedOutput(DEAD_LETTER_TAG, dead_letter(kv[0], kv[1], exc))
-                    yield pvalue.TaggedOutput("failed", kv[0])
-            for name, rows in out.items():
-                for row in rows:
-                    yield pvalue.TaggedOutput(name, row)
+        def emit(chunk: list[tuple[str, list[dict[str, Any]]]]) -> Iterator[tuple[str, list[Any]]]:
+            lists: dict[str, list[Any]] = {}
+            for episode_id, rows in chunk:
+                # no rows when its events are gone (a conflict lost to an earlier copy): its rows go too
+                out: dict[str, list[dict[str, Any]]] = {}
+                stream = stream_kind(episode_id)
+                if not rows and stream is not None:
+                    lists.setdefault(f"removed_{stream.table}", []).append(stream_key(episode_id))
+                if rows:
+                    try:
+                        out = assemble(episode_id, rows)
+                    except Exception as exc:  # noqa: BLE001 - one unfoldable stream never stops the batch
+                        failed.inc()
+                        lists.setdefault(DEAD_LETTER_TAG, []).append(dead_letter(episode_id, rows, exc))
+                        lists.setdefault("failed", []).append(episode_id)
+                for name, table_rows in out.items():
+                    lists.setdefault(name, []).extend(table_rows)
+            yield from lists.items()
 
         removed = [f"removed_{t}" for t in CONTROL_TABLES]
-        return grouped | "Fold" >> beam.FlatMap(emit).with_outputs(
-            *self.TABLES, DEAD_LETTER_TAG, "failed", *removed
-        )
+        folded = grouped | "Fold" >> beam.FlatMap(emit)
+        return split_by_tag(folded, (*self.TABLES, DEAD_LETTER_TAG, "failed", *removed), "Only")
 
 
 class _LoadEpisodesFn(beam.DoFn):
-    """Episode ids -> ``(episode_id, rows)`` with every event of the episode in ``events``."""
+    """Episode ids -> chunks of ``(episode_id, rows)`` with every event of the episode in ``events``."""
 
-    def __init__(self, lake_root: str, chunk: int = 500) -> None:
+    def __init__(self, lake_root: str | Lake, chunk: int = 500) -> None:
         self.lake_root = lake_root
         self.chunk = chunk
 
-    def process(self, episode_ids: list[str]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-        lake = Lake(self.lake_root)
+    def process(self, episode_ids: list[str]) -> Iterator[list[tuple[str, list[dict[str, Any]]]]]:
+        lake = as_lake(self.lake_root)
         ids = sorted(set(episode_ids))
         for i in range(0, len(ids), self.chunk):
             part = ids[i : i + self.chunk]
@@ -558,13 +602,13 @@ class _LoadEpisodesFn(beam.DoFn):
             grouped: dict[str, list[dict[str, Any]]] = {e: [] for e in part}
             for row in table.to_pylist():
                 grouped[row["episode_id"]].append(row)
-            yield from grouped.items()
+            yield list(grouped.items())
 
 
 class LoadTouchedEpisodes(beam.PTransform):  # type: ignore[type-arg]
-    """A list of touched episode ids -> ``(episode_id, all its events rows)``."""
+    """A list of touched episode ids -> chunks of ``(episode_id, all its events rows)``."""
 
-    def __init__(self, lake_root: str) -> None:
+    def __init__(self, lake_root: str | Lake) -> None:
         super().__init__()
         self.lake_root = lake_root
 
@@ -578,7 +622,7 @@ class LoadTouchedEpisodes(beam.PTransform):  # type: ignore[type-arg]
 class _StageFn(beam.DoFn):
     """A batch of rows -> one Parquet file in the lake's staging area; yields its path."""
 
-    def __init__(self, lake_root: str, table: str, stage_id: str) -> None:
+    def __init__(self, lake_root: str | Lake, table: str, stage_id: str) -> None:
         self.lake_root = lake_root
         self.table = table
         self.stage_id = stage_id
@@ -590,18 +634,24 @@ class _StageFn(beam.DoFn):
 
         if not rows:
             return
-        directory = Path(self.lake_root) / "_staging" / self.stage_id / self.table
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"part-{uuid.uuid4().hex}.parquet"
-        pq.write_table(pa.Table.from_pylist(rows, schema=TABLES[self.table]), path)
-        yield str(path)
+        fs, base = as_lake(self.lake_root).staging()
+        directory = f"{base}/{self.stage_id}/{self.table}"
+        fs.create_dir(directory, recursive=True)
+        path = f"{directory}/part-{uuid.uuid4().hex}.parquet"
+        pq.write_table(pa.Table.from_pylist(rows, schema=TABLES[self.table]), path, filesystem=fs)
+        yield path
 
 
 class _CommitFn(beam.DoFn):
     """The staged files of a table -> one exactly-once Delta commit."""
 
     def __init__(
-        self, lake_root: str, table: str, mode: WriteMode, txns: dict[str, int], skip_empty: bool = False
+        self,
+        lake_root: str | Lake,
+        table: str,
+        mode: WriteMode,
+        txns: dict[str, int],
+        skip_empty: bool = False,
     ) -> None:
         self.lake_root = lake_root
         self.table = table
@@ -614,23 +664,25 @@ class _CommitFn(beam.DoFn):
         import pyarrow.parquet as pq
 
         groups = joined[1]
-        paths = sorted(p for part in groups["paths"] for p in part)
+        paths = sorted(p for p in groups["paths"] if p is not None)
         touched = sorted({e for part in groups.get("touched", []) for e in part})
         replaced = sorted({tuple(r) for part in groups.get("replaced", []) for r in part})
         schema = TABLES[self.table]
-        parts = [pq.read_table(p, schema=schema) for p in paths]
+        lake = as_lake(self.lake_root)
+        fs, _ = lake.staging()
+        parts = [pq.read_table(p, schema=schema, filesystem=fs) for p in paths]
         table = pa.concat_tables(parts) if parts else pa.Table.from_pylist([], schema=schema)
         if self.skip_empty and not table.num_rows and not replaced:
             yield {"table": self.table, "rows": 0, "committed": False, "episodes": []}
             return
-        lake = Lake(self.lake_root)
         events = self.table == "events"
         committed = lake.write(
             self.table, table, mode=self.mode, txns=self.txns, episodes=touched,
             replacing=[(r[0], r[1]) if events else r for r in replaced],
         )  # fmt: skip
-        for p in paths:
-            Path(p).unlink(missing_ok=True)
+        # the staged files stay until the batch is over (the driver removes its run's directory):
+        # a runner may run this step again (Dask recomputes a result it lost), and it must find
+        # them then; a re-run after the commit landed writes nothing (the ``txn``s say so)
         self.rows.inc(table.num_rows)
         episodes: set[str] = {r[2] for r in replaced} if events else set()
         if "episode_id" in schema.names and table.num_rows:
@@ -649,7 +701,8 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
     Batches of rows are staged in parallel as Parquet files under
     ``<lake>/_staging``; one step then commits them all in a single Delta
     transaction carrying the ``txn`` actions (only small file paths travel
-    through Beam's shuffle). Emits one summary: the table, the rows written,
+    through Beam's shuffle). ``stage_id`` names the run's staging directory (the
+    driver removes it when the batch is over). Emits one summary: the table, the rows written,
     whether this run committed (False: a re-run the table already held), and
     the episodes of the rows. With ``touched`` (a PCollection of episode-id
     lists), ``replace_episodes`` empties the rows of those episodes that the
@@ -663,7 +716,7 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
 
     def __init__(
         self,
-        lake_root: str,
+        lake_root: str | Lake,
         table: str,
         mode: WriteMode,
         txns: dict[str, int],
@@ -672,8 +725,9 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
         touched: Any = None,
         after: Any = None,
         replaced: Any = None,
-        batch_size: int = 2000,
+        buckets: int = 16,
         skip_empty: bool = False,
+        stage_id: str | None = None,
     ) -> None:
         super().__init__()
         self.lake_root = lake_root
@@ -684,22 +738,29 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
         self.touched = touched
         self.after = after
         self.replaced = replaced
-        self.batch_size = batch_size
+        self.buckets = buckets
         self.skip_empty = skip_empty
+        self.stage_id = stage_id
 
     def expand(self, pcoll: Any) -> Any:
         import hashlib
 
-        stage_id = hashlib.sha256(repr(sorted(self.txns.items())).encode()).hexdigest()[:16]
+        stage_id = self.stage_id or hashlib.sha256(repr(sorted(self.txns.items())).encode()).hexdigest()[:16]
+        buckets = self.buckets
         batches = (
             pcoll
             if self.batched
-            else pcoll
-            | "Batch" >> beam.BatchElements(min_batch_size=self.batch_size, max_batch_size=self.batch_size)
+            else pcoll  # rows into lists by a hash (BatchElements' last list would be lost on Dask)
+            | "Spread"
+            >> beam.Map(lambda row: (zlib.crc32(repr(sorted(row.items())).encode()) % buckets, row))
+            | "Group" >> beam.GroupByKey()
+            | "Lists" >> beam.MapTuple(lambda _, rows: list(rows))
         )
         paths = batches | "Stage" >> beam.ParDo(_StageFn(self.lake_root, self.table, stage_id))
+        # one path per element, joined by key; the seed makes the join yield even with no rows at all
+        seed = pcoll.pipeline | "Seed" >> beam.Create([(0, None)])
         inputs = {
-            "paths": paths | "Collect" >> beam.combiners.ToList() | "KeyPaths" >> beam.Map(lambda x: (0, x))
+            "paths": (paths | "KeyPaths" >> beam.Map(lambda x: (0, x)), seed) | "WithSeed" >> beam.Flatten()
         }
         if self.touched is not None:
             inputs["touched"] = self.touched | "KeyTouched" >> beam.Map(lambda x: (0, x))

@@ -20,7 +20,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from lake.check import refuse_damaged
+from lake.errors import LakeError
 from lake.store import PIPELINE_TABLES, Lake, OffsetRange, app_id
 from pipelines.beam_stages import (
     EPISODE_TABLES,
@@ -39,6 +41,7 @@ from pipelines.beam_stages import (
     ReadKafkaRanges,
     ResolveStoredEvents,
     WriteDelta,
+    gather,
 )
 from pipelines.errors import PipelineError
 from schemas.control import CONTROL_TABLES
@@ -56,7 +59,9 @@ class PipelineConfig:
     bootstrap: str
     """Kafka bootstrap servers."""
     lake_root: str
-    """The lake directory."""
+    """The lake directory, or an object-store URI (``s3://bucket/prefix``)."""
+    lake_options: dict[str, str] = field(default_factory=dict)
+    """Storage options of an object-store lake (delta-rs's: endpoint, keys, region)."""
     topics: tuple[str, ...] = DEFAULT_TOPICS
     """Topics folded into the lake."""
     control_topics: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CONTROL_TOPICS))
@@ -73,11 +78,21 @@ class PipelineConfig:
     beam_args: list[str] = field(default_factory=list)
     """Extra Beam pipeline options; a ``--runner`` among them (Flink, Spark,
     Dataflow, ...) replaces the local ``FnApiRunner``."""
+    runner: str = "local"
+    """``local`` (Beam's ``FnApiRunner``, ``num_workers`` SDK worker processes) or ``dask``
+    (Beam's ``DaskRunner`` on a ``dask.distributed`` cluster)."""
+    dask_scheduler: str | None = None
+    """The Dask scheduler's address (``tcp://HOST:PORT``); ``None``: a local cluster of
+    ``num_workers`` worker processes is started for the run and stopped after it."""
     worker_log: str | None = None
     """Where the local SDK worker processes' own output goes (they log at INFO to
     the stderr they inherit); ``None`` leaves it on stderr."""
     floor: dict[tuple[str, int], int] = field(default_factory=dict)
     """Lowest start offset per (topic, partition) (``replay --from-time``)."""
+
+    def lake(self) -> Lake:
+        """The lake this pipeline writes."""
+        return Lake(self.lake_root, self.lake_options or None)
 
 
 @dataclass
@@ -146,6 +161,14 @@ def plan_batch(
     ranges = []
     for (topic, part), end in sorted(ends.items()):
         start = starts[(topic, part)]
+        if start > end and cfg.floor.get((topic, part), 0) < start:
+            # the lake holds offsets this log never had: another log (a new broker or cluster,
+            # a recreated topic); folding would skip records silently
+            raise PipelineError(
+                f"the lake at {cfg.lake_root} holds {topic}/{part} up to offset {start - 1}, but that "
+                f"partition of the log at {cfg.bootstrap} ends at {end}: the lake was built from another "
+                "log; `trajlake replay --into NEW_DIR` builds a lake of this one"
+            )
         stop = min(end, start + cfg.max_batch_per_partition)
         if stop > start:
             ranges.append(OffsetRange(topic, part, start, stop))
@@ -154,6 +177,15 @@ def plan_batch(
 
 def _options(cfg: PipelineConfig) -> tuple[Any, PipelineOptions]:
     opts = PipelineOptions(cfg.beam_args)
+    if cfg.runner == "dask":
+        from apache_beam.runners.dask.dask_runner import DaskRunner
+
+        if cfg.dask_scheduler is None:
+            raise PipelineError("the dask runner needs a scheduler: run it inside dask_cluster(cfg)")
+        # one partition per offset range (Beam's default packs up to 128 in one: one reading task)
+        return DaskRunner(), PipelineOptions(
+            [*cfg.beam_args, f"--dask_client_address={cfg.dask_scheduler}", "--dask_partition_size=1"]
+        )
     if any(a.startswith("--runner") for a in cfg.beam_args):
         return None, opts
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
@@ -169,10 +201,11 @@ def _options(cfg: PipelineConfig) -> tuple[Any, PipelineOptions]:
     return FnApiRunner(), opts
 
 
-def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> None:
-    """The micro-batch's Beam graph."""
-    lake = cfg.lake_root
+def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -> None:
+    """The micro-batch's Beam graph (``run_id`` names its staging directory)."""
+    lake = cfg.lake()
     txns = {app_id(cfg.name, r.topic, r.partition): r.last for r in ranges}
+
     batches = p | "Ranges" >> beam.Create(ranges) | "ReadKafka" >> ReadKafkaRanges(cfg.bootstrap)
     parsed = batches | "ParseAndValidate" >> ParseAndValidate(cfg.control_topics)
     deduped = parsed.events | "DedupEvents" >> DedupEvents()
@@ -181,10 +214,17 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> N
     # quarantine first: a conflict's losing copy is in quarantine before the winner replaces it
     # upsert: a conflict judged again against a new winner is rewritten (or released: removed)
     kept = quarantined | "WriteQuarantine" >> WriteDelta(
-        lake, "quarantine", "upsert", txns, batched=True, replaced=resolved.released
+        lake, "quarantine", "upsert", txns, batched=True, replaced=resolved.released, stage_id=run_id
     )
     written = resolved.events | "WriteEvents" >> WriteDelta(
-        lake, "events", "insert_new", txns, batched=True, after=kept, replaced=resolved.replaced
+        lake,
+        "events",
+        "insert_new",
+        txns,
+        batched=True,
+        after=kept,
+        replaced=resolved.replaced,
+        stage_id=run_id,
     )
     # The episodes of the batch, once their events are committed: they are
     # folded from the table, so late events join the ones already there.
@@ -196,25 +236,59 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig) -> N
     )
     # A stream the fold could not assemble keeps its stored rows; its dead letter is in
     # quarantine before the derived tables record the batch's offsets (a crash re-folds it).
-    folded = touched | "SkipFailed" >> beam.Map(
-        lambda ids, bad: sorted(set(ids) - set(bad)), bad=beam.pvalue.AsList(derived.failed)
-    )
+    # (a join, not a side input: runners that read side inputs by recomputing them, Dask's, need none)
+    folded = (
+        {"ids": touched | "KeyTouched" >> beam.Map(lambda x: (0, x)),
+         "bad": derived.failed | "KeyFailed" >> beam.Map(lambda x: (0, x))}
+        | "JoinFailed" >> beam.CoGroupByKey()
+        | "SkipFailed" >> beam.MapTuple(lambda _, got: sorted(_union(got["ids"]) - _union(got["bad"])))
+    )  # fmt: skip
     # (no txn: quarantine already recorded these offsets above; an upsert by log position is idempotent)
     dead = derived.dead_letter | "WriteDeadLetters" >> WriteDelta(
-        lake, "quarantine", "upsert", {}, skip_empty=True
+        lake, "quarantine", "upsert", {}, batched=True, skip_empty=True, stage_id=run_id
     )
     # Each touched episode's rows are replaced whole: rows its events no longer give (a failure
     # fixed by a late reward, an episode whose only event lost an id conflict) are removed.
+    commits = [kept, written, dead]
     for name in EPISODE_TABLES:
-        _ = derived[name] | f"Write_{name}" >> WriteDelta(
-            lake, name, "replace_episodes", txns, touched=folded, after=dead
+        commits.append(
+            derived[name]
+            | f"Write_{name}"
+            >> WriteDelta(
+                lake,
+                name,
+                "replace_episodes",
+                txns,
+                batched=True,
+                touched=folded,
+                after=dead,
+                stage_id=run_id,
+            )
         )
     # A control stream is one row of its table, upserted by key (the latest event's row).
     # (a stream whose events are all gone loses its row, as an episode does)
     for name in CONTROL_TABLES:
-        _ = derived[name] | f"Write_{name}" >> WriteDelta(
-            lake, name, "upsert", txns, after=dead, replaced=derived[f"removed_{name}"]
+        commits.append(
+            derived[name]
+            | f"Write_{name}"
+            >> WriteDelta(
+                lake,
+                name,
+                "upsert",
+                txns,
+                batched=True,
+                after=dead,
+                replaced=derived[f"removed_{name}"],
+                stage_id=run_id,
+            )  # fmt: skip
         )
+    # One last step that every commit feeds: runners that compute a graph from its final step
+    # (Dask's) then run all of it, and the driver gets one summary of the batch.
+    _ = gather(tuple(commits) | "AllCommits" >> beam.Flatten(), "Committed")
+
+
+def _union(lists: Iterable[Iterable[str]]) -> set[str]:
+    return {x for xs in lists for x in xs}
 
 
 @contextlib.contextmanager
@@ -237,15 +311,52 @@ def _stderr_to(path: str | None) -> Iterator[None]:
         os.close(fd)
 
 
+STAGING = "_staging"
+"""The lake's directory of staged Parquet files, one sub-directory per batch run."""
+STALE_STAGING_S = 24 * 3600.0
+"""A run's staging directory this old is a crashed run's leftovers (a batch takes minutes)."""
+
+
+def _sweep_staging(lake: Lake) -> None:
+    """Remove the staging directories of runs that crashed a day ago or more.
+
+    A run's directory is named by its start time first: object stores give directories no time.
+    """
+    import pyarrow.fs as pafs
+
+    fs, base = lake.staging()
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for info in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+            started = info.base_name.split("-", 1)[0]
+            if (
+                info.type == pafs.FileType.Directory
+                and started.isdigit()
+                and now - int(started) > STALE_STAGING_S
+            ):
+                fs.delete_dir(info.path)
+
+
 def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
     """Run one micro-batch's pipeline to completion."""
     t0 = time.monotonic()
     runner, opts = _options(cfg)
     p = beam.Pipeline(runner=runner, options=opts) if runner is not None else beam.Pipeline(options=opts)
-    build(p, ranges, cfg)
-    with _stderr_to(cfg.worker_log):
-        result = p.run()
-        result.wait_until_finish()
+    run_id = f"{int(time.time())}-{uuid.uuid4().hex[:12]}"  # the time first: the sweep reads it
+    build(p, ranges, cfg, run_id)
+    try:
+        with _stderr_to(cfg.worker_log):
+            result = p.run()
+            try:
+                result.wait_until_finish()
+            finally:
+                client = getattr(result, "client", None)  # the DaskRunner's: one per pipeline, never closed
+                if client is not None:
+                    client.close()
+    finally:
+        with contextlib.suppress(OSError, PipelineError, LakeError):
+            fs, base = cfg.lake().staging()
+            fs.delete_dir(f"{base}/{run_id}")
     counters: dict[str, int] = {}
     try:
         for c in result.metrics().query()["counters"]:
@@ -256,13 +367,55 @@ def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
     return BatchResult(ranges, sum(len(r) for r in ranges), time.monotonic() - t0, counters)
 
 
+@contextlib.contextmanager
+def dask_cluster(cfg: PipelineConfig) -> Iterator[PipelineConfig]:
+    """``cfg`` with a Dask scheduler to run on: its own, or a local cluster started for the run.
+
+    The local cluster has ``cfg.num_workers`` worker processes (one thread each), so the
+    stages run in parallel in other processes as on a real cluster; it is stopped on exit.
+    Any other runner: ``cfg`` as it is.
+
+    Raises:
+        PipelineError: ``dask.distributed`` is not installed, or the scheduler does not answer.
+    """
+    if cfg.runner != "dask":
+        yield cfg
+        return
+    try:
+        import distributed
+    except ImportError as exc:
+        raise PipelineError(
+            "the dask runner needs dask.distributed: pip install 'apache-beam[dask]'"
+        ) from exc
+    if cfg.dask_scheduler is not None:
+        try:
+            with distributed.Client(cfg.dask_scheduler, timeout=10):
+                pass
+        except (OSError, TimeoutError) as exc:
+            raise PipelineError(f"no Dask scheduler answers at {cfg.dask_scheduler}: {exc}") from exc
+        yield cfg
+        return
+    with distributed.LocalCluster(
+        n_workers=cfg.num_workers, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        yield dataclasses.replace(cfg, dask_scheduler=cluster.scheduler_address)
+
+
 def run_once(
     cfg: PipelineConfig, *, on_batch: Callable[[BatchResult], None] | None = None
 ) -> list[BatchResult]:
     """Process everything in the log up to its end offsets at the start, then return."""
-    lake = Lake(cfg.lake_root)
+    with dask_cluster(cfg) as cfg:
+        return _run_once(cfg, on_batch=on_batch)
+
+
+def _run_once(
+    cfg: PipelineConfig, *, on_batch: Callable[[BatchResult], None] | None = None
+) -> list[BatchResult]:
+    lake = cfg.lake()
     refuse_damaged(lake)
     lake.ensure()
+    _sweep_staging(lake)
     target = end_offsets(cfg.bootstrap, cfg.topics)
     results: list[BatchResult] = []
     previous: list[OffsetRange] | None = None
@@ -291,12 +444,24 @@ def run_follow(
     A signal lets the batch in flight finish (it commits or is re-run later)
     before returning. Returns the number of batches run.
     """
+    with dask_cluster(cfg) as cfg:
+        return _run_follow(cfg, interval_s=interval_s, stop=stop, on_batch=on_batch)
+
+
+def _run_follow(
+    cfg: PipelineConfig,
+    *,
+    interval_s: float,
+    stop: threading.Event | None,
+    on_batch: Callable[[BatchResult], None] | None,
+) -> int:
     stop = stop or threading.Event()
     previous: dict[signal.Signals, Any] = {}
+    _sweep_staging(cfg.lake())
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    lake = Lake(cfg.lake_root)
+    lake = cfg.lake()
     refuse_damaged(lake)
     lake.ensure()
     n = 0
@@ -318,7 +483,7 @@ def run_follow(
 
 def backlog(cfg: PipelineConfig) -> int:
     """Records in the log that the lake does not hold yet."""
-    lake = Lake(cfg.lake_root)
+    lake = cfg.lake()
     lake.ensure()
     return sum(len(r) for r in plan_batch(lake, dataclasses.replace(cfg, max_batch_per_partition=2**62)))
 

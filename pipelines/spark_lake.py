@@ -40,6 +40,25 @@ DEFAULT_RETENTION_HOURS = 168.0
 """VACUUM keeps files that versions of the last week still reference (Delta's default)."""
 
 
+def _s3a_config(options: dict[str, str]) -> dict[str, str]:
+    """Spark's S3A settings from a lake's delta-rs options (``s3://`` paths read through S3A too)."""
+    opts = {k.upper(): v for k, v in options.items()}
+    conf = {
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.endpoint.region": opts.get("AWS_REGION", "us-east-1"),
+    }
+    endpoint = opts.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        conf["spark.hadoop.fs.s3a.endpoint"] = endpoint
+        conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(endpoint.startswith("https://")).lower()
+    if "AWS_ACCESS_KEY_ID" in opts:
+        conf["spark.hadoop.fs.s3a.access.key"] = opts["AWS_ACCESS_KEY_ID"]
+    if "AWS_SECRET_ACCESS_KEY" in opts:
+        conf["spark.hadoop.fs.s3a.secret.key"] = opts["AWS_SECRET_ACCESS_KEY"]
+    return conf
+
+
 class SparkUnavailableError(LakeError, UnavailableError):
     """pyspark, Java or the Delta jars are missing."""
 
@@ -72,11 +91,26 @@ def delta_jars(progress: Callable[[str], None] | None = None) -> list[str]:
         raise SparkUnavailableError(str(exc)) from exc
 
 
+def s3a_jars(progress: Callable[[str], None] | None = None) -> list[str]:
+    """Hadoop's S3A filesystem for Spark (hadoop-aws and the AWS SDK), resolved by Maven once.
+
+    Raises:
+        SparkUnavailableError: Maven missing or the jars could not be resolved.
+    """
+    from infra.maven import MavenError, build_classpath, pom_path
+
+    try:
+        return build_classpath(pom_path("spark_s3"), "Spark's S3 filesystem (hadoop-aws)", progress)
+    except MavenError as exc:
+        raise SparkUnavailableError(str(exc)) from exc
+
+
 class SparkLake:
-    """The Delta tables under one directory, through a Spark session with Delta.
+    """The Delta tables under one directory (or S3 prefix), through a Spark session with Delta.
 
     Args:
-        root: the lake directory.
+        root: the lake directory, or ``s3://bucket/prefix`` (read through Hadoop's S3A).
+        storage_options: the lake's delta-rs options (its S3 endpoint and keys), given to S3A.
         master: Spark master (``local[N]`` runs in this process).
         driver_memory: the driver JVM's heap.
         progress: told about slow first steps (resolving jars, starting Spark).
@@ -86,11 +120,13 @@ class SparkLake:
         self,
         root: str | Path,
         *,
+        storage_options: dict[str, str] | None = None,
         master: str = "local[2]",
         driver_memory: str = "1g",
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.root = str(Path(root).resolve()) if "://" not in str(root) else str(root)
+        self.storage_options = dict(storage_options or {})
         self.master = master
         self.driver_memory = driver_memory
         self._progress = progress or (lambda msg: log.info("%s", msg))
@@ -120,6 +156,9 @@ class SparkLake:
         except TrajlakeError as exc:
             raise SparkUnavailableError(str(exc).replace("the embedded Kafka broker", "Spark")) from exc
         jars = delta_jars(self._progress)
+        s3 = self.root.startswith(("s3://", "s3a://"))
+        if s3:
+            jars = [*jars, *s3a_jars(self._progress)]
         self._progress(f"starting Spark ({self.master}) with Delta")
         # Quiet, small and local: no UI, no console progress, few partitions for
         # the Delta log's state (its default of 50 is sized for clusters).
@@ -139,6 +178,9 @@ class SparkLake:
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
         )
+        if s3:
+            for key, value in _s3a_config(self.storage_options).items():
+                builder = builder.config(key, value)
         try:
             spark = builder.getOrCreate()
         except Exception as exc:  # noqa: BLE001 - py4j/JVM start-up errors have no common type
@@ -168,9 +210,19 @@ class SparkLake:
             raise LakeError(f"a lake path with a backtick cannot be named in Spark SQL: {self.root}")
         return f"{self.root}/{name}"
 
+    def _commit_lock(self) -> Any:
+        """The lock every trajlake writer of this lake holds around a commit (none for a directory)."""
+        from lake import Lake
+
+        return Lake(self.root, self.storage_options or None).writing()
+
     def exists(self, name: str) -> bool:
         """Whether ``name`` is a Delta table (without starting Spark)."""
-        return "://" in self.root or (Path(self.path(name)) / "_delta_log").is_dir()
+        if "://" in self.root:
+            from lake import Lake
+
+            return Lake(self.root, self.storage_options or None).exists(name)
+        return (Path(self.path(name)) / "_delta_log").is_dir()
 
     def read(self, name: str, *, version: int | None = None) -> Any:
         """``name`` as a Spark DataFrame (at a Delta ``version`` for time travel)."""
@@ -268,12 +320,15 @@ class SparkLake:
             start = time.monotonic()
             before = self.detail(name)
             v0 = self.version(name)
-            self.optimize(name)
-            deleted = (
-                self.vacuum(name, retain_hours=retain_hours, allow_short_retention=allow_short_retention)
-                if vacuum
-                else 0
-            )
+            # an object store's commits are serialised by trajlake's commit lock (S3 has no
+            # put-if-absent here): Spark's commits take it too, or a pipeline's could be lost
+            with self._commit_lock():
+                self.optimize(name)
+                deleted = (
+                    self.vacuum(name, retain_hours=retain_hours, allow_short_retention=allow_short_retention)
+                    if vacuum
+                    else 0
+                )
             after = self.detail(name)
             res = MaintenanceResult(
                 table=name,

@@ -33,7 +33,7 @@ def serve(
     from api import create_app
 
     s = settings()
-    root = Path(lake or s.lake).resolve()
+    root = str(Path(lake).resolve()) if lake else s.lake_root()
     bind_host = host or s.api_host
     bind_port = s.api_port if port is None else port
     try:
@@ -56,4 +56,5 @@ def serve(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stopped)
-    uvicorn.run(create_app(root, token=s.api_token), host=bind_host, port=bind_port, log_level="warning")
+    app = create_app(root, token=s.api_token, storage_options=s.storage_options(root) or None)
+    uvicorn.run(app, host=bind_host, port=bind_port, log_level="warning")

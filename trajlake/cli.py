@@ -25,7 +25,7 @@ from rich.table import Table
 from trajlake import __version__, loop_cli, rejudge_cli
 from trajlake.api_cli import api_app
 from trajlake.judges_cli import judges_app, tasks_app
-from trajlake.options import DeltaVersion, LakeOpt, TrajectoryFormat, Workers
+from trajlake.options import DeltaVersion, LakeOpt, Runner, RunnerOpt, SchedulerOpt, TrajectoryFormat, Workers
 from trajlake.sandbox_cli import sandbox_app
 from trajlake.terminal import ExitCode, console, describe, err_console, fail, note, set_debug, settings
 
@@ -93,6 +93,29 @@ def _broker(progress: bool = True) -> Any:
     )
 
 
+def _kafka(*, brokers: int | None = None, progress: bool = True) -> Any:
+    """The home's Kafka: its cluster (``--brokers N``, or one it has), else the single embedded broker."""
+    from ingest.kafka_cluster import KafkaCluster, cluster_state
+
+    s = settings()
+    state = cluster_state(s.home)
+    if (brokers is not None and brokers > 1) or state is not None:
+        n = brokers if brokers is not None else len(state["nodes"]) if state else 3
+        return KafkaCluster(s.home, s.kafka_bootstrap.split(",")[0], brokers=n, topics=s.topics,
+                            progress=note if progress else None)  # fmt: skip
+    return _broker(progress)
+
+
+def _brokers_table(status: Any) -> Table:
+    table = Table(title=f"brokers (active controller: {status.controller or '-'})")
+    for col in ("id", "port", "pid", "alive"):
+        table.add_column(col)
+    for b in status.brokers:
+        table.add_row(str(b.id), str(b.port), str(b.pid or "-"),
+                      "[green]yes[/green]" if b.alive else "[red]no[/red]")  # fmt: skip
+    return table
+
+
 def _status_table(status: Any) -> Table:
     table = Table(title=f"Kafka broker {status.bootstrap}", show_lines=False)
     table.add_column("topic")
@@ -110,20 +133,43 @@ def _status_table(status: Any) -> Table:
 
 
 @app.command()
-def up() -> None:
-    """Start the embedded Kafka broker (KRaft) and create the topics. Harmless if running."""
-    status = _broker().start()
-    console.print(f"[green]broker up[/green] pid {status.pid} on {status.bootstrap}, data {status.data_dir}")
+def up(
+    brokers: Annotated[
+        int | None,
+        typer.Option(min=1, help="Brokers of a loopback cluster (3: replication 3, min.insync.replicas 2)."),
+    ] = None,
+) -> None:
+    """Start the embedded Kafka broker (KRaft) or a cluster of them, with the topics; harmless if up."""
+    kafka = _kafka(brokers=brokers)
+    status = kafka.start()
+    if hasattr(status, "brokers"):
+        console.print(f"[green]cluster up[/green]: {len(status.brokers)} brokers on {status.bootstrap}, "
+                      f"data {status.data_dir}")  # fmt: skip
+        console.print(_brokers_table(status))
+    else:
+        console.print(
+            f"[green]broker up[/green] pid {status.pid} on {status.bootstrap}, data {status.data_dir}"
+        )
     console.print(_status_table(status))
 
 
 @app.command()
 def down(
     kill: Annotated[bool, typer.Option(help="SIGKILL instead of a clean shutdown.")] = False,
+    broker: Annotated[
+        int | None, typer.Option(min=1, help="Only this broker of the cluster (its id in `trajlake status`).")
+    ] = None,
 ) -> None:
-    """Stop the embedded Kafka broker cleanly; its data survives."""
-    broker = _broker()
-    stopped = broker.kill() if kill else broker.stop()
+    """Stop the embedded Kafka broker (or cluster, or one broker of it) cleanly; the data survives."""
+    kafka = _kafka()
+    if broker is not None:
+        if not hasattr(kafka, "nodes") or broker not in kafka.nodes:
+            fail(f"no broker {broker} here: `trajlake status` lists the brokers", ExitCode.USAGE)
+        node = kafka.nodes[broker]
+        stopped = node.kill() if kill else node.stop()
+        console.print(f"broker {broker} {'stopped' if stopped else 'was not running'}")
+        return
+    stopped = kafka.kill() if kill else kafka.stop()
     console.print("broker stopped" if stopped else "broker was not running")
 
 
@@ -131,8 +177,17 @@ def down(
 def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show the broker, its topics and partition end offsets (exit 3 when it is not running)."""
-    st = _broker(progress=False).status()
+    """Show the broker(s), the controller, under-replicated partitions and end offsets (exit 3 when down)."""
+    from ingest.kafka_broker import parse_bootstrap
+
+    st = _kafka(progress=False).status()
+    if hasattr(st, "brokers"):
+        brokers = [{"id": b.id, "port": b.port, "pid": b.pid, "alive": b.alive} for b in st.brokers]
+        controller, under = st.controller, st.under_replicated
+    else:
+        port = parse_bootstrap(st.bootstrap)[1]
+        brokers = [{"id": 1, "port": port, "pid": st.pid, "alive": st.running}]
+        controller, under = (1 if st.running else None), []
     if as_json:
         print(
             json.dumps(
@@ -141,12 +196,18 @@ def status(
                     "pid": st.pid,
                     "bootstrap": st.bootstrap,
                     "data_dir": st.data_dir,
+                    "brokers": brokers,
+                    "controller": controller,
+                    "under_replicated": under,
                     "topics": {t: {str(p): o for p, o in ps.items()} for t, ps in st.topics.items()},
                 }
             )
         )
     elif st.running:
-        console.print(f"[green]broker running[/green] pid {st.pid} on {st.bootstrap}, data {st.data_dir}")
+        console.print(f"[green]Kafka running[/green] on {st.bootstrap}, data {st.data_dir}")
+        if hasattr(st, "brokers"):
+            console.print(_brokers_table(st))
+            console.print("under-replicated partitions: " + (", ".join(under) or "none"))
         console.print(_status_table(st))
     else:
         console.print(
@@ -155,6 +216,21 @@ def status(
         )
     if not st.running:
         raise typer.Exit(code=ExitCode.NOT_READY)
+
+
+@app.command("topics")
+def topics_ensure(
+    replication: Annotated[int, typer.Option(min=1, help="Replicas of each partition (3 on a cluster).")] = 3,
+) -> None:
+    """Create the topics on a running cluster (TRAJLAKE_KAFKA_BOOTSTRAP) that do not exist yet."""
+    from ingest.kafka_broker import EmbeddedKafka, Quorum, require_broker
+
+    s = settings()
+    require_broker(s.kafka_bootstrap)
+    quorum = Quorum({i: 0 for i in range(1, replication + 1)}, "", replication=replication)
+    EmbeddedKafka(s.home, s.kafka_bootstrap, topics=s.topics, quorum=quorum, progress=note).ensure_topics()
+    console.print(f"topics on {s.kafka_bootstrap}: {', '.join(s.topics)} (replication {replication}, "
+                  f"min.insync.replicas {quorum.min_insync})")  # fmt: skip
 
 
 @app.command()
@@ -401,14 +477,36 @@ def events_read(
 
 
 def _pipeline_config(
-    lake: Path | None, workers: int, max_batch: int, beam_args: list[str] | None
+    lake: Path | None,
+    workers: int,
+    max_batch: int,
+    beam_args: list[str] | None,
+    runner: Runner = Runner.local,
+    scheduler: str | None = None,
 ) -> PipelineConfig:
-    return settings().pipeline_config(lake, workers=workers, max_batch=max_batch, beam_args=beam_args)
+    if scheduler is not None and runner != Runner.dask:
+        fail("--scheduler is the Dask scheduler's address: give it with --runner dask", ExitCode.USAGE)
+    return settings().pipeline_config(
+        lake,
+        workers=workers,
+        max_batch=max_batch,
+        beam_args=beam_args,
+        runner=runner.value,
+        scheduler=scheduler,
+    )
 
 
 def _batch_printer(progress: Any = None, task: Any = None) -> Any:
     def show(res: Any) -> None:
         c = res.counters
+        if not c:  # Beam's DaskRunner reports no metrics
+            line = f"batch: {res.records} records in {res.seconds:.1f}s (this runner reports no row counts)"
+            if progress is not None:
+                progress.console.print(line)
+                progress.advance(task, res.records)
+            else:
+                console.print(line)
+            return
         line = (
             f"batch: {res.records} records in {res.seconds:.1f}s -> "
             f"events +{c.get('WriteDelta.events', 0)}, quarantine +{c.get('WriteDelta.quarantine', 0)}, "
@@ -440,6 +538,8 @@ def pipeline_run(
     beam_arg: Annotated[
         list[str] | None, typer.Option(help="Extra Beam option, e.g. --runner=FlinkRunner.")
     ] = None,
+    runner: RunnerOpt = Runner.local,
+    scheduler: SchedulerOpt = None,
 ) -> None:
     """Fold trajlake.episodes and trajlake.judgements into the Delta tables, exactly once."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -449,7 +549,7 @@ def pipeline_run(
 
     if once == follow:
         fail("give exactly one of --once or --follow", ExitCode.USAGE)
-    cfg = _pipeline_config(lake, workers, max_batch, beam_arg)
+    cfg = _pipeline_config(lake, workers, max_batch, beam_arg, runner, scheduler)
     require_broker(cfg.bootstrap)
     if once:
         total = backlog(cfg)
@@ -482,6 +582,8 @@ def replay_cmd(
     resume: Annotated[
         bool, typer.Option(help="Continue an interrupted replay into the same directory.")
     ] = False,
+    runner: RunnerOpt = Runner.local,
+    scheduler: SchedulerOpt = None,
 ) -> None:
     """Rebuild every table from the Kafka log into a new lake directory."""
     import datetime as dt
@@ -496,7 +598,7 @@ def replay_cmd(
             "or --resume continues a replay into it that was interrupted",
             ExitCode.USAGE,
         )
-    cfg = _pipeline_config(into, workers, 200_000, None)
+    cfg = _pipeline_config(into, workers, 200_000, None, runner, scheduler)
     when = None
     if from_time:
         try:
@@ -629,10 +731,14 @@ def lake_maintain(
             "add --allow-short-retention",
             ExitCode.USAGE,
         )
-    root = lake or settings().lake
-    require_lake(root, table or ())
+    s = settings()
+    root = str(lake) if lake else s.lake_root()
+    require_lake(root, table or (), storage_options=s.storage_options(root))
     results = []
-    with SparkLake(root, progress=note) as sl, err_console.status("maintaining") as status:
+    with (
+        SparkLake(root, storage_options=s.storage_options(root), progress=note) as sl,
+        err_console.status("maintaining") as status,
+    ):
         for r in sl.maintain(
             table, vacuum=vacuum, retain_hours=retain_hours, allow_short_retention=allow_short_retention,
             on_table=lambda r: status.update(f"{r.table} done; next..."),
@@ -661,9 +767,10 @@ def lake_sql(
     from pipelines.spark_lake import SparkLake
     from trajlake.preflight import require_lake
 
-    root = lake or settings().lake
-    require_lake(root)
-    with SparkLake(root, progress=note) as sl:
+    s = settings()
+    root = str(lake) if lake else s.lake_root()
+    require_lake(root, storage_options=s.storage_options(root))
+    with SparkLake(root, storage_options=s.storage_options(root), progress=note) as sl:
         df = sl.sql(query)
         try:
             rows = [r.asDict(recursive=True) for r in df.limit(limit).collect()]

@@ -36,6 +36,26 @@ class TrajectoryFormat(StrEnum):
     openhands = "openhands"
 
 
+class Runner(StrEnum):
+    """Where the pipeline's Beam graph runs."""
+
+    local = "local"
+    dask = "dask"
+
+
+RunnerOpt = Annotated[
+    Runner,
+    typer.Option(
+        help="local: Beam's FnApiRunner here; dask: Beam's DaskRunner on a dask.distributed cluster."
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(help="Dask scheduler address (tcp://HOST:PORT); without it a local cluster of --workers "
+                 "worker processes is started for the run."),
+]  # fmt: skip
+
+
 def check_policy(value: str | None) -> str | None:
     """Parser callback: the policy spec is well formed and what it names exists."""
     if value is None:

@@ -111,7 +111,9 @@ def _stage_printer(image: str, progress: Callable[[str], None]) -> Callable[[str
     return on_line
 
 
-def require_lake(root: str | Path, tables: Iterable[str] = ()) -> Lake:
+def require_lake(
+    root: str | Path, tables: Iterable[str] = (), *, storage_options: dict[str, str] | None = None
+) -> Lake:
     """The lake at ``root``, holding at least one table and every table of ``tables``.
 
     Raises:
@@ -121,7 +123,7 @@ def require_lake(root: str | Path, tables: Iterable[str] = ()) -> Lake:
     """
     from lake.check import refuse_damaged
 
-    lake = Lake(str(root))
+    lake = Lake(str(root), storage_options or None)
     present = lake.versions()
     if not present:
         raise TableMissingError(

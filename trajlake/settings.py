@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from pipelines import PipelineConfig
     from sandboxes import SandboxConfig
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -21,7 +21,9 @@ class Settings(BaseSettings):
     home: Path = Path(".trajlake")
     """Root of everything local: broker storage, lake, spool, blobs."""
     kafka_bootstrap: str = "127.0.0.1:9092"
-    """Kafka bootstrap servers; the embedded broker listens on the first one."""
+    """Kafka bootstrap servers; the embedded broker listens on the first one. Unset while the
+    home has a cluster (``trajlake up --brokers 3``): every broker of it, so clients still
+    bootstrap when one is down."""
     topic_episodes: str = "trajlake.episodes"
     """Topic of everything rollout workers emit."""
     topic_judgements: str = "trajlake.judgements"
@@ -40,6 +42,17 @@ class Settings(BaseSettings):
     """Blob store root, a path or fsspec URL (default ``<home>/blobs``)."""
     lake_dir: Path | None = None
     """Delta tables (default ``<home>/lake``)."""
+    lake_uri: str | None = None
+    """The lake on an object store instead (``s3://bucket/prefix``): the pipeline writes it and
+    the API reads it, through delta-rs with the ``s3_*`` settings."""
+    s3_endpoint: str | None = None
+    """S3 endpoint URL (an S3-compatible server: s3proxy, MinIO; unset: AWS)."""
+    s3_access_key: str | None = None
+    """S3 access key id."""
+    s3_secret_key: str | None = None
+    """S3 secret access key."""
+    s3_region: str = "us-east-1"
+    """S3 region."""
     sandbox_backend: str = "local"
     """Default sandbox backend."""
     sandbox_runtime_dir: Path = Path("/run/trajlake/sandboxes")
@@ -58,6 +71,16 @@ class Settings(BaseSettings):
     """Interface ``trajlake api serve`` listens on."""
     api_port: int = Field(default=8765, ge=0, le=65535)
     """Port ``trajlake api serve`` listens on."""
+
+    @model_validator(mode="after")
+    def _cluster_bootstrap(self) -> Settings:
+        if "kafka_bootstrap" not in self.model_fields_set or not self.kafka_bootstrap.strip():
+            from ingest.kafka_cluster import cluster_bootstrap
+
+            found = cluster_bootstrap(self.home)
+            if found:
+                self.kafka_bootstrap = found
+        return self
 
     def sandbox_config(self) -> SandboxConfig:
         """The :class:`sandboxes.SandboxConfig` these settings describe."""
@@ -91,6 +114,36 @@ class Settings(BaseSettings):
         """Resolved lake directory."""
         return self.lake_dir or self.home / "lake"
 
+    def lake_root(self) -> str:
+        """Where the lake is: ``lake_uri`` (an object store), else the resolved directory."""
+        return self.lake_uri or str(Path(self.lake).resolve())
+
+    def storage_options(self, root: str | None = None) -> dict[str, str]:
+        """delta-rs's options for ``root`` (default: this lake); empty for a local directory."""
+        target = root or self.lake_root()
+        if not target.startswith(("s3://", "s3a://")):
+            return {}
+        opts = {"AWS_REGION": self.s3_region}
+        if self.s3_endpoint:
+            opts["AWS_ENDPOINT_URL"] = self.s3_endpoint
+            opts["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
+            if self.s3_endpoint.startswith("http://"):
+                opts["AWS_ALLOW_HTTP"] = "true"
+        if self.s3_access_key:
+            opts["AWS_ACCESS_KEY_ID"] = self.s3_access_key
+        if self.s3_secret_key:
+            opts["AWS_SECRET_ACCESS_KEY"] = self.s3_secret_key
+        return opts
+
+    def blob_options(self) -> dict[str, object]:
+        """The blob store's fsspec options (S3 credentials when it is on S3)."""
+        if not self.blobs.startswith(("s3://", "s3a://")):
+            return {}
+        client: dict[str, str] = {"region_name": self.s3_region}
+        if self.s3_endpoint:
+            client["endpoint_url"] = self.s3_endpoint
+        return {"key": self.s3_access_key, "secret": self.s3_secret_key, "client_kwargs": client}
+
     @property
     def topics(self) -> dict[str, int]:
         """Topics the embedded broker creates, with partition counts."""
@@ -103,22 +156,28 @@ class Settings(BaseSettings):
 
     def pipeline_config(
         self,
-        lake: Path | None = None,
+        lake: Path | str | None = None,
         *,
         workers: int = 2,
         max_batch: int = 200_000,
         beam_args: list[str] | None = None,
+        runner: str = "local",
+        scheduler: str | None = None,
     ) -> PipelineConfig:
         """The :class:`pipelines.PipelineConfig` that folds every topic of these settings into ``lake``."""
         from pipelines import PipelineConfig
 
+        root = str(lake) if isinstance(lake, str) else str(Path(lake).resolve()) if lake else self.lake_root()
         return PipelineConfig(
             bootstrap=self.kafka_bootstrap,
-            lake_root=str(Path(lake or self.lake).resolve()),
+            lake_root=root,
+            lake_options=self.storage_options(root),
             topics=(self.topic_episodes, self.topic_judgements, self.topic_learner, self.topic_tasks),
             control_topics={"checkpoint": self.topic_learner, "task": self.topic_tasks},
             num_workers=workers,
             max_batch_per_partition=max_batch,
             beam_args=list(beam_args or []),
             worker_log=str(self.home / "logs" / "beam-workers.log"),
+            runner=runner,
+            dask_scheduler=scheduler,
         )

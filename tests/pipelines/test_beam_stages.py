@@ -83,20 +83,26 @@ def test_assemble_episodes_emits_rows_of_every_derived_table() -> None:
     ]
     rows = [event_row(parse_event(d), "trajlake.episodes", 0, i) for i, d in enumerate(docs)]
     with pipeline() as p:
-        out = p | beam.Create([("e1", rows)]) | AssembleEpisodes()
+        # a chunk of episodes in; per table, one list of rows per chunk out
+        out = p | beam.Create([[("e1", rows)]]) | AssembleEpisodes()
         assert_that(
-            out.episodes | beam.Map(lambda r: (r["episode_id"], r["status"], r["completeness"])),
+            out.episodes
+            | beam.FlatMap(lambda rs: [(r["episode_id"], r["status"], r["completeness"]) for r in rs]),
             equal_to([("e1", "failure", "complete")]),
             label="episodes",
         )
-        assert_that(out.steps | beam.Map(lambda r: r["seq"]), equal_to([0, 1, 2, 3, 4]), label="steps")
         assert_that(
-            out.rewards | beam.Map(lambda r: (r["judge_version"], r["verdict"])),
+            out.steps | beam.Map(lambda rs: [r["seq"] for r in rs]),
+            equal_to([[0, 1, 2, 3, 4]]),
+            label="steps",
+        )
+        assert_that(
+            out.rewards | beam.FlatMap(lambda rs: [(r["judge_version"], r["verdict"]) for r in rs]),
             equal_to([("v1", "fail")]),
             label="rewards",
         )
         assert_that(
-            out.failures | beam.Map(lambda r: (r["category"], r["failing_seq"])),
+            out.failures | beam.FlatMap(lambda rs: [(r["category"], r["failing_seq"]) for r in rs]),
             equal_to([("test_failure", 2)]),
             label="failures",
         )
@@ -152,5 +158,5 @@ def test_load_touched_episodes_brings_every_event_of_each_episode(tmp_path: Path
     lake.write("events", pa.Table.from_pylist(rows, schema=TABLES["events"]), mode="insert_new")
     with pipeline() as p:
         out = p | beam.Create([["e1", "e3", "e9"]]) | LoadTouchedEpisodes(str(tmp_path))
-        got = out | beam.Map(lambda kv: (kv[0], sorted(r["seq"] for r in kv[1])))
+        got = out | beam.FlatMap(lambda chunk: [(e, sorted(r["seq"] for r in rows)) for e, rows in chunk])
         assert_that(got, equal_to([("e1", [0, 1, 2]), ("e3", [0]), ("e9", [])]))

@@ -44,3 +44,26 @@ def test_replay_from_a_time_starts_at_the_first_offset_at_or_after_it(
     assert offsets[(topic, 1)] == 0  # an empty partition: its end
     late = offsets_for_time(kafka.bootstrap, (topic,), t0 + dt.timedelta(days=1))
     assert late[(topic, 0)] == 10
+
+
+@pytest.mark.kafka
+def test_a_lake_of_another_log_is_refused_not_silently_skipped(fresh_broker: EmbeddedKafka, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from lake import Lake, OffsetRange, app_id
+    from pipelines import PipelineError, run_once
+    from schemas.tables import TABLES
+
+    fresh_broker.start()
+    cfg = PipelineConfig(bootstrap=fresh_broker.bootstrap, lake_root=str(tmp_path / "lake"),
+                         topics=("trajlake.episodes",), control_topics={})  # fmt: skip
+    lake = Lake(cfg.lake_root)
+    lake.ensure()
+    # the lake holds offsets 0..499 of partition 0 of some log; this broker's log is empty
+    r = OffsetRange("trajlake.episodes", 0, 0, 500)
+    import pyarrow as pa
+
+    for name in ("events", "quarantine", "episodes", "steps", "rewards", "failures", "samples", "tasks",
+                 "checkpoints"):  # fmt: skip
+        lake.write(name, pa.Table.from_pylist([], TABLES[name]), mode="upsert",
+                   txns={app_id(cfg.name, r.topic, r.partition): r.last})  # fmt: skip
+    with pytest.raises(PipelineError, match="built from another log"):
+        run_once(cfg)

@@ -1,0 +1,189 @@
+"""Beyond one machine: Dask vs the local runner, 3 brokers vs 1, and a large replay.
+
+Run::
+
+    .venv/bin/python bench/scale.py [--events 60000] [--producer-events 50000] [--replay-events 1000000]
+                                    [--parts pipeline,producer,replay] [--json OUT]
+
+One run, each comparison on the same events in the same run:
+
+- ``pipeline``: ``run_once`` of the same log into two new lakes, Beam's local
+  ``FnApiRunner`` (2 SDK worker processes) and Beam's ``DaskRunner`` on a
+  ``dask.distributed`` cluster of 2 worker processes (started for the run, like
+  ``--runner dask`` without ``--scheduler``): events/s, the ratio, and that the
+  two lakes are equal.
+- ``producer``: the recorder's producer (``acks=all``, idempotent) sending the
+  same records to a 3-broker cluster (replication 3, ``min.insync.replicas`` 2)
+  and to a single broker: events/s and the ratio.
+- ``replay``: ``--replay-events`` events produced to a topic, then
+  ``pipelines.replay`` into a new lake (every table, local runner): seconds,
+  events/s, and the time per stage class.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)  # this folder holds ingest.py etc.: keep it from shadowing the packages
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _records(n: int, seed: int = 3) -> list[tuple[str, bytes, bytes]]:
+    """``n`` events of 40-event episodes with model calls and tool output, as the wire has them."""
+    import random
+
+    from tests.pipelines.factories import call, ended, model, result, reward, started, wire
+
+    rng = random.Random(seed)
+    out: list[tuple[str, bytes, bytes]] = []
+    ep = 0
+    while len(out) < n:
+        eid = f"ep-{seed}-{ep:08d}"
+        docs = [started(eid, task=f"t{ep % 97}")]
+        seq = 1
+        for s in range(12):
+            docs.append(model(eid, seq, completion="x" * rng.randint(100, 600), prompt_token_ids=[1, 2, 3],
+                              completion_token_ids=[4, 5], completion_logprobs=[-0.1, -0.2]))  # fmt: skip
+            docs.append(call(eid, seq + 1, call_id=f"c{s}"))
+            docs.append(result(eid, seq + 2, call_id=f"c{s}", stdout="ok " * rng.randint(5, 200)))
+            seq += 3
+        docs += [reward(eid, seq), ended(eid, seq + 1)]
+        out += [("trajlake.episodes", eid.encode(), wire(d)) for d in docs]
+        ep += 1
+    return out[:n]
+
+
+def _produce(bootstrap: str, records: list[tuple[str, bytes, bytes]]) -> float:
+    """Send with the recorder's producer settings; return seconds until all acknowledged."""
+    from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
+
+    sink = KafkaSink(KafkaSinkConfig(bootstrap_servers=bootstrap, client_id="bench-scale"))
+    t0 = time.perf_counter()
+    try:
+        receipts = [sink.send(t, k, v) for t, k, v in records]
+        sink.flush(timeout=600)
+        failed = [r.exception for r in receipts if not r.is_done or r.exception is not None]
+        if failed:
+            raise RuntimeError(f"{len(failed)} records not acknowledged: {failed[:1]}")
+    finally:
+        sink.close()
+    return time.perf_counter() - t0
+
+
+def bench_pipeline(n: int) -> dict[str, Any]:
+    from ingest.kafka_broker import EmbeddedKafka
+    from lake import Lake, diff_lakes
+    from pipelines import PipelineConfig, run_once
+
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = EmbeddedKafka(Path(tmp) / "home", f"127.0.0.1:{_port()}")
+        broker.start()
+        try:
+            from tests.pipelines.log_workload import produce
+
+            produce(broker.bootstrap, _records(n))
+            out: dict[str, Any] = {"events": n}
+            for runner in ("local", "dask"):
+                cfg = PipelineConfig(bootstrap=broker.bootstrap, lake_root=f"{tmp}/{runner}", runner=runner)
+                t0 = time.perf_counter()
+                run_once(cfg)
+                out[runner] = {"seconds": time.perf_counter() - t0}
+                out[runner]["events_per_s"] = n / out[runner]["seconds"]
+                print(f"pipeline {runner}: {n} events in {out[runner]['seconds']:.1f}s", flush=True)
+            out["dask_vs_local"] = out["dask"]["events_per_s"] / out["local"]["events_per_s"]
+            out["lakes_equal"] = all(d.equal for d in diff_lakes(Lake(f"{tmp}/local"), Lake(f"{tmp}/dask")))
+            return out
+        finally:
+            broker.stop()
+
+
+def bench_producer(n: int) -> dict[str, Any]:
+    from ingest.kafka_broker import EmbeddedKafka
+    from ingest.kafka_cluster import KafkaCluster
+
+    records = _records(n, seed=5)
+    out: dict[str, Any] = {"events": n}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, kafka in (
+            ("one_broker", EmbeddedKafka(Path(tmp) / "one", f"127.0.0.1:{_port()}")),
+            ("three_brokers", KafkaCluster(Path(tmp) / "three", f"127.0.0.1:{_port()}", brokers=3)),
+        ):
+            kafka.start()
+            try:
+                _produce(kafka.bootstrap, records[: n // 10])  # warm up connections and the JIT
+                seconds = _produce(kafka.bootstrap, records)
+            finally:
+                kafka.stop()
+            out[name] = {"seconds": seconds, "events_per_s": n / seconds}
+            print(f"producer {name}: {n} events acknowledged in {seconds:.1f}s", flush=True)
+    out["three_vs_one"] = out["three_brokers"]["events_per_s"] / out["one_broker"]["events_per_s"]
+    return out
+
+
+def bench_replay(n: int) -> dict[str, Any]:
+    from ingest.kafka_broker import EmbeddedKafka
+    from pipelines import PipelineConfig, replay
+
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = EmbeddedKafka(Path(tmp) / "home", f"127.0.0.1:{_port()}", heap="1g")
+        broker.start()
+        try:
+            from tests.pipelines.log_workload import produce
+
+            t0 = time.perf_counter()
+            for i in range(0, n, 100_000):
+                produce(broker.bootstrap, _records(min(100_000, n - i), seed=100 + i))
+            produced = time.perf_counter() - t0
+            print(f"replay: {n} events produced in {produced:.0f}s", flush=True)
+            batches: list[dict[str, Any]] = []
+            t0 = time.perf_counter()
+            replay(
+                PipelineConfig(bootstrap=broker.bootstrap, lake_root=f"{tmp}/replayed"),
+                on_batch=lambda b: batches.append({"records": b.records, "seconds": b.seconds}),
+            )
+            seconds = time.perf_counter() - t0
+            print(f"replay: {n} events into every table in {seconds:.0f}s ({n / seconds:.0f} events/s)",
+                  flush=True)  # fmt: skip
+            return {"events": n, "seconds": seconds, "events_per_s": n / seconds, "batches": batches}
+        finally:
+            broker.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=60_000)
+    ap.add_argument("--producer-events", type=int, default=50_000)
+    ap.add_argument("--replay-events", type=int, default=1_000_000)
+    ap.add_argument("--parts", default="pipeline,producer,replay")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    parts = args.parts.split(",")
+    res: dict[str, Any] = {}
+    if "pipeline" in parts:
+        res["pipeline"] = bench_pipeline(args.events)
+        print("pipeline", json.dumps(res["pipeline"]), flush=True)
+    if "producer" in parts:
+        res["producer"] = bench_producer(args.producer_events)
+        print("producer", json.dumps(res["producer"]), flush=True)
+    if "replay" in parts:
+        res["replay"] = bench_replay(args.replay_events)
+        print("replay", json.dumps({k: v for k, v in res["replay"].items() if k != "batches"}), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()

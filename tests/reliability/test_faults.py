@@ -1,0 +1,41 @@
+"""The fault suite in CI: five seeds of SIGKILLs against workers, shippers, pipelines and brokers.
+
+``python -m tests.reliability.chaos --seeds N`` runs more (the closing note's run).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ingest.kafka_cluster import KafkaCluster
+from tests.reliability.chaos import run_seeds, table
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    c = KafkaCluster(tmp_path_factory.mktemp("cluster"), f"127.0.0.1:{port}", brokers=3)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_no_acknowledged_event_is_lost_or_duplicated_under_faults(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    results = run_seeds(cluster, tmp_path, [0, 1, 2, 3, 4], window_s=18.0)
+    print("\n" + table(results))
+    assert sum(sum(r.faults.values()) for r in results) >= 15  # the faults did happen
+    for r in results:
+        assert r.acknowledged > 0 and r.lost == 0 and r.duplicated == 0 and r.gaps == 0, table([r])
+        assert r.replay_equal, f"seed {r.seed}: the lake is not what a clean replay of the log gives"
