@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import random
 import re
 import shutil
 import signal
@@ -93,10 +94,35 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
+def listen_port(host: str = "127.0.0.1") -> int:
+    """A free TCP port for a broker to listen on, below the kernel's ephemeral port range.
+
+    A port the kernel hands out for ``bind(0)`` lies in the ephemeral range, which is also where
+    clients' outgoing connections get their local ports. While a broker is down its clients keep
+    reconnecting to its port, and on loopback one attempt in about 28,000 is given that very port
+    as its own local port: the socket connects to itself (TCP simultaneous open) and holds the port,
+    so the broker cannot come back (the fault suite hit it after a SIGKILL of the cluster). A port
+    below the range cannot be taken that way.
+    """
+    low = 32768
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    if low > 12_000:
+        rng = random.Random()
+        for _ in range(200):
+            port = rng.randrange(10_000, low)
+            with socket.socket() as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+                return port
+    with socket.socket() as s:  # no room below the range: any free port
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+_free_port = listen_port
 
 
 @dataclass(frozen=True)

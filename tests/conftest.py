@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ingest.kafka_broker import EmbeddedKafka
+from ingest.kafka_broker import EmbeddedKafka, listen_port
 
 pytest_plugins = ["tests.sandbox_fixtures"]
 
@@ -20,9 +19,8 @@ FIXTURES = SHARED / "fixtures" / "trajectories"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port below the ephemeral range (see :func:`ingest.kafka_broker.listen_port`)."""
+    return listen_port()
 
 
 @pytest.fixture(scope="session")

@@ -333,11 +333,9 @@ def main() -> None:
 
 
 def _port() -> int:
-    import socket
+    from ingest.kafka_broker import listen_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return listen_port()
 
 
 def run_seeds(cluster: KafkaCluster, root: Path, seeds: list[int], **kw: Any) -> list[SeedResult]:

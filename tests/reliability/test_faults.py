@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ingest.kafka_broker import listen_port
 from ingest.kafka_cluster import KafkaCluster
 from tests.reliability.chaos import run_seeds, table
 
@@ -19,9 +19,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = listen_port()  # below the ephemeral range: brokers here are killed while clients retry
     c = KafkaCluster(tmp_path_factory.mktemp("cluster"), f"127.0.0.1:{port}", brokers=3)
     c.start()
     try:
