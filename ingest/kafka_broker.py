@@ -566,19 +566,31 @@ class EmbeddedKafka:
         return True
 
     def kill(self) -> bool:
-        """Kill the broker with SIGKILL (for crash tests)."""
+        """Kill the broker with SIGKILL (for crash tests); returns once its port is free again.
+
+        Raises:
+            BrokerError: the process or its listener outlived the kill by a minute.
+        """
         pid = self.pid()
         if pid is None:
             return False
         self._kill(pid)
+        # A JVM's exit is not instant: its memory goes before its sockets (so /proc no longer names
+        # it while it still listens), and on a loaded machine that took over 10 s in the fault
+        # suite. Returning earlier let a restart find the port "taken by another process".
+        deadline = time.monotonic() + 60
+        while (_alive(pid) or port_in_use(self.host, self.port)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid) or port_in_use(self.host, self.port):
+            raise BrokerError(f"broker process {pid} still holds {self.bootstrap} a minute after SIGKILL")
         self.pid_file.unlink(missing_ok=True)
         return True
 
     @staticmethod
-    def _kill(pid: int) -> None:
+    def _kill(pid: int, wait_s: float = 60.0) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + wait_s
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
 
