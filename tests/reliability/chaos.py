@@ -194,6 +194,22 @@ class Chaos:
 
     def run(self, *, window_s: float = 30.0) -> SeedResult:
         """Record under faults for ``window_s``, then settle and check."""
+        try:
+            return self._run(window_s)
+        finally:  # a seed that failed leaves nothing running to slow the next one (or the test run)
+            self.stop_file.touch()
+            for w in self.workers:
+                if w is not None and w.poll() is None:
+                    _kill(w.pid)
+                    w.wait()
+            if self.pipeline is not None and self.pipeline.poll() is None:
+                _kill(self.pipeline.pid, group=True)
+                self.pipeline.wait()
+            for pid in _shippers():
+                if str(self.root) in _cmdline(pid):
+                    _kill(pid)
+
+    def _run(self, window_s: float) -> SeedResult:
         t0 = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
         from kafka import KafkaAdminClient
