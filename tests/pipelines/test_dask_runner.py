@@ -34,7 +34,7 @@ def test_the_dask_runner_builds_the_lake_the_local_runner_builds(
     import distributed
 
     fresh_broker.start()
-    wl = make_workload(n_episodes=60, seed=11, steps_per_episode=4)
+    wl = make_workload(n_episodes=20, seed=11, steps_per_episode=4)  # Dask runs ~1k events in minutes here
     local = PipelineConfig(bootstrap=fresh_broker.bootstrap, lake_root=str(tmp_path / "local"))
     dask = PipelineConfig(bootstrap=fresh_broker.bootstrap, lake_root=str(tmp_path / "dask"), runner="dask")
     produce(fresh_broker.bootstrap, wl.phase1)

@@ -30,7 +30,7 @@ WRITER = """
 import json, sys
 from pipelines import PipelineConfig, run_once
 run_once(PipelineConfig(bootstrap=sys.argv[1], lake_root=sys.argv[2], lake_options=json.loads(sys.argv[3]),
-                        max_batch_per_partition=150))
+                        max_batch_per_partition=40))
 """
 
 
@@ -63,11 +63,12 @@ def _together(bootstrap: str, root: str, options: dict[str, str]) -> None:
         assert p.returncode == 0, out[-3000:]
 
 
+@pytest.mark.timeout(1800)  # its last run is on Dask, minutes here (see test_dask_runner)
 def test_an_s3_lake_equals_a_local_one_and_two_writers_lose_and_duplicate_nothing(
     fresh_broker: EmbeddedKafka, s3: S3Proxy, tmp_path: Path
 ) -> None:
     fresh_broker.start()
-    wl = make_workload(n_episodes=80, seed=21, steps_per_episode=4)
+    wl = make_workload(n_episodes=30, seed=21, steps_per_episode=4)
     produce(fresh_broker.bootstrap, wl.phase1 + wl.phase2)
     bucket = s3.bucket("lakes")
     opts = s3.storage_options()
