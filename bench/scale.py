@@ -33,6 +33,7 @@ from typing import Any
 
 if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.pop(0)  # this folder holds ingest.py etc.: keep it from shadowing the packages
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the workloads live in tests/
 
 
 def _port() -> int:
