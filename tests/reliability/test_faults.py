@@ -28,6 +28,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
         c.stop()
 
 
+@pytest.mark.timeout(1500)  # 5 seeds of faults, settling and a replay each: ~5 min alone, 11+ loaded
 def test_no_acknowledged_event_is_lost_or_duplicated_under_faults(
     cluster: KafkaCluster, tmp_path: Path
 ) -> None:
