@@ -27,7 +27,7 @@ def _equal(a: str, b: str) -> None:
     assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
 
 
-@pytest.mark.timeout(1200)  # five runs on Dask, each starting its cluster: minutes on 2 busy cores
+@pytest.mark.timeout(1800)  # five runs on Dask, each starting its cluster: minutes on 2 busy cores
 def test_the_dask_runner_builds_the_lake_the_local_runner_builds(
     fresh_broker: EmbeddedKafka, tmp_path: Path
 ) -> None:
