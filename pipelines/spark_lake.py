@@ -83,12 +83,7 @@ def delta_jars(progress: Callable[[str], None] | None = None) -> list[str]:
     Raises:
         SparkUnavailableError: Maven missing or the jars could not be resolved.
     """
-    from infra.maven import MavenError, build_classpath, pom_path
-
-    try:
-        return build_classpath(pom_path("spark"), "the Delta Lake jars for Spark", progress)
-    except MavenError as exc:
-        raise SparkUnavailableError(str(exc)) from exc
+    return _resolved("spark", "the Delta Lake jars for Spark", progress)
 
 
 def s3a_jars(progress: Callable[[str], None] | None = None) -> list[str]:
@@ -97,10 +92,15 @@ def s3a_jars(progress: Callable[[str], None] | None = None) -> list[str]:
     Raises:
         SparkUnavailableError: Maven missing or the jars could not be resolved.
     """
+    return _resolved("spark_s3", "Spark's S3 filesystem (hadoop-aws)", progress)
+
+
+def _resolved(pom: str, what: str, progress: Callable[[str], None] | None) -> list[str]:
+    """The classpath of ``infra/<pom>/pom.xml``; a Maven failure is Spark being unavailable."""
     from infra.maven import MavenError, build_classpath, pom_path
 
     try:
-        return build_classpath(pom_path("spark_s3"), "Spark's S3 filesystem (hadoop-aws)", progress)
+        return build_classpath(pom_path(pom), what, progress)
     except MavenError as exc:
         raise SparkUnavailableError(str(exc)) from exc
 
