@@ -178,12 +178,12 @@ def plan_batch(
 def _options(cfg: PipelineConfig) -> tuple[Any, PipelineOptions]:
     opts = PipelineOptions(cfg.beam_args)
     if cfg.runner == "dask":
-        from apache_beam.runners.dask.dask_runner import DaskRunner
+        from pipelines.dask_runner import BoundedDaskRunner
 
         if cfg.dask_scheduler is None:
             raise PipelineError("the dask runner needs a scheduler: run it inside dask_cluster(cfg)")
         # one partition per offset range (Beam's default packs up to 128 in one: one reading task)
-        return DaskRunner(), PipelineOptions(
+        return BoundedDaskRunner(), PipelineOptions(
             [*cfg.beam_args, f"--dask_client_address={cfg.dask_scheduler}", "--dask_partition_size=1"]
         )
     if any(a.startswith("--runner") for a in cfg.beam_args):
