@@ -15,10 +15,11 @@ not enforce that check itself.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -346,6 +347,24 @@ class Lake:
             out += self.read("quarantine", where=scope).to_pylist()
         return out
 
+    def conflicted_episodes(self, event_ids: Iterable[str]) -> set[str]:
+        """The episodes of the copies quarantined as conflicts with these event ids.
+
+        One read of the ``quarantine`` rows of conflicts (a few, where producers behave), matched
+        here: a batch of any size costs one scan.
+        """
+        if not self.exists("quarantine"):
+            return set()
+        wanted = set(event_ids)
+        got = self.read("quarantine", where=f"starts_with(error, {sql_literal(CONFLICT_PREFIX)})",
+                        columns=["error", "raw"])  # fmt: skip
+        out: set[str] = set()
+        for error, raw in zip(got.column("error").to_pylist(), got.column("raw").to_pylist(), strict=True):
+            if error[len(CONFLICT_PREFIX) :].split(" ", 1)[0] in wanted:
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    out.add(str(json.loads(raw)["episode_id"]))
+        return out
+
     def read_episodes_events(self, episode_ids: Sequence[str], version: int | None = None) -> pa.Table:
         """Every ``events`` row of the given episodes."""
         if not episode_ids:
@@ -411,9 +430,10 @@ class Lake:
                 replaces (those with no row left are emptied).
             txns: the ``txn`` actions committed with the rows.
             max_attempts: commit attempts (conflicts, unknown outcomes).
-            replacing: keys of stored rows removed first: ``(event_id, event_date)`` for ``events``,
+            replacing: keys of stored rows removed: ``(event_id, event_date)`` for ``events``,
                 the primary key for other tables. For ``events``: the stored rows that ``rows``
-                replace; deleted first (a re-run finds them gone, or the new rows already in).
+                replace. They are removed in the commit that adds ``rows`` (a reader never sees
+                an event in neither copy), unless ``rows`` holds the same key (then updated).
 
         Returns:
             True if this call committed, False if the table already held these
@@ -439,20 +459,7 @@ class Lake:
     ) -> bool:
         if txns and self._holds(name, txns):
             return False
-        if replacing:
-            if name == "events":
-                scope = " OR ".join(
-                    f"(event_id = {sql_literal(i)} AND event_date = '{d}')" for i, d in sorted(replacing)
-                )
-            else:
-                cols = PRIMARY_KEYS[name]
-                scope = " OR ".join(
-                    "("
-                    + " AND ".join(f'"{c}" = {sql_literal(v)}' for c, v in zip(cols, key, strict=True))
-                    + ")"
-                    for key in sorted(replacing)
-                )
-            self.table(name).delete(scope)
+        scope = _replacing_scope(name, replacing)
         schema = TABLES[name]
         data = rows.select(schema.names).cast(schema) if rows.num_rows else pa.Table.from_pylist([], schema)
         keys = PRIMARY_KEYS[name]
@@ -464,7 +471,7 @@ class Lake:
         while True:
             attempt += 1
             try:
-                self._commit(name, data, keys, mode, props, episodes)
+                self._commit(name, data, keys, mode, props, episodes, scope)
                 return True
             except (DeltaError, OSError) as exc:
                 # The outcome is unknown: the commit may have landed before the error.
@@ -492,7 +499,13 @@ class Lake:
         mode: WriteMode,
         props: CommitProperties,
         episodes: Sequence[str] = (),
+        replacing: str | None = None,
     ) -> None:
+        """One commit: ``data`` merged by ``keys`` per ``mode``.
+
+        Rows matching ``replacing`` (a predicate on the target ``t``) that ``data`` does not
+        hold are deleted in the same commit.
+        """
         from deltalake import write_deltalake
 
         dt = self.table(name)
@@ -513,7 +526,7 @@ class Lake:
                 .when_not_matched_by_source_delete(predicate=scope)
                 .execute()
             )
-        elif data.num_rows:
+        elif data.num_rows or replacing:
             for part in PARTITION_COLUMNS.get(name, ()):
                 predicate += f" AND t.{part} = s.{part}"  # lets the merge prune partitions
             merger = dt.merge(
@@ -522,7 +535,11 @@ class Lake:
             if mode in ("upsert", "replace_episodes"):
                 merger = merger.when_matched_update_all().when_not_matched_insert_all()
             else:
+                if replacing:  # a replaced row's new copy under the same key takes its place
+                    merger = merger.when_matched_update_all(predicate=replacing)
                 merger = merger.when_not_matched_insert_all()
+            if replacing:  # the replaced rows go in the commit that brings their replacements
+                merger = merger.when_not_matched_by_source_delete(predicate=replacing)
             merger.execute()
         # A MERGE that changes nothing commits nothing, and an empty batch has no
         # rows to merge: the offsets must still be recorded, with an empty commit.
@@ -534,6 +551,36 @@ class Lake:
                 commit_properties=props,
                 storage_options=self.storage_options,
             )
+
+
+def _replacing_scope(name: str, replacing: Sequence[tuple[Any, ...]]) -> str | None:
+    """A predicate on the target ``t`` selecting the stored rows named in ``replacing`` (None: none).
+
+    ``events`` rows are named ``(event_id, event_date)``: event ids are unique in the table, so
+    an ``IN`` list picks them, and their dates prune partitions. Other tables' rows are named
+    by primary key, as a balanced ``OR`` of key matches (a chain of thousands nests too deep
+    for the query planner).
+    """
+    if not replacing:
+        return None
+    if name == "events":
+        ids = ", ".join(sql_literal(k[0]) for k in sorted(set(replacing)))
+        dates = ", ".join(sorted({f"'{k[1]}'" for k in replacing}))
+        return f"t.event_date IN ({dates}) AND t.event_id IN ({ids})"
+    cols = PRIMARY_KEYS[name]
+    terms = [
+        "(" + " AND ".join(f"t.{c} = {sql_literal(v)}" for c, v in zip(cols, key, strict=True)) + ")"
+        for key in sorted(set(replacing))
+    ]
+    return any_of(terms)
+
+
+def any_of(terms: Sequence[str]) -> str:
+    """``terms`` joined by ``OR`` as a balanced tree: its depth grows as log2 of their number."""
+    if len(terms) == 1:
+        return terms[0]
+    mid = len(terms) // 2
+    return f"({any_of(terms[:mid])} OR {any_of(terms[mid:])})"
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -25,7 +25,7 @@ from lake.store import CONFLICT_PREFIX, Lake, OffsetRange, WriteMode
 from pipelines.failures import failure_rows
 from pipelines.projection import episode_row, fold_episode, reward_rows, step_rows
 from pipelines.samples import sample_rows
-from schemas.codec import parse_event
+from schemas.codec import parse_event, parse_event_as_written
 from schemas.control import CONTROL_TABLES, control_row, stream_key, stream_kind
 from schemas.errors import SchemaError
 from schemas.events import EventBase
@@ -37,6 +37,17 @@ Record = tuple[str, int, int, bytes | None, bytes, int | None]
 QUARANTINE_TAG = "quarantine"
 
 # ------------------------------------------------------------------ read
+
+
+class Rows(list):  # type: ignore[type-arg]
+    """A batch of rows travelling as one element between steps.
+
+    Beam's default coder walks a plain list value by value (a ``datetime`` is pickled on
+    its own, twice per ``events`` row); a list subclass is pickled whole, in one C call. The
+    stages pass thousands of rows per element, so this is most of the coding cost of a batch.
+    """
+
+    __slots__ = ()
 
 
 class _ReadRangeFn(beam.DoFn):
@@ -53,6 +64,12 @@ class _ReadRangeFn(beam.DoFn):
         consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap.split(","),
             enable_auto_commit=False,
+            # a range that starts below the log's start (records deleted since the batch was
+            # planned) fails the batch: never a jump to the log's end, skipping what is left
+            auto_offset_reset="none",
+            # a poll before the first fetch is ready sleeps this long (the default 100 ms, twice
+            # per range, was a tenth of a 40k-event replay)
+            retry_backoff_ms=10,
             max_partition_fetch_bytes=2 * MAX_MESSAGE_BYTES,
             fetch_max_bytes=64 << 20,
             max_poll_records=10000,
@@ -61,7 +78,7 @@ class _ReadRangeFn(beam.DoFn):
             tp = TopicPartition(rng.topic, rng.partition)
             consumer.assign([tp])
             consumer.seek(tp, rng.start)
-            batch: list[Record] = []
+            batch: list[Record] = Rows()
             while consumer.position(tp) < rng.end:
                 for records in consumer.poll(timeout_ms=1000).values():
                     for r in records:
@@ -71,7 +88,7 @@ class _ReadRangeFn(beam.DoFn):
                         if len(batch) >= self.batch_size:
                             self.records.inc(len(batch))
                             yield batch
-                            batch = []
+                            batch = Rows()
             if batch:
                 self.records.inc(len(batch))
                 yield batch
@@ -154,21 +171,6 @@ def row_to_event(row: dict[str, Any]) -> EventBase:
     )
 
 
-def _written_version(value: bytes) -> int | None:
-    # The version as written (before upcasting), for the record; cheap scan.
-    i = value.find(b'"schema_version":')
-    if i < 0:
-        return None
-    j = i + len(b'"schema_version":')
-    digits = bytearray()
-    while j < len(value) and value[j : j + 1] in (b" ",):
-        j += 1
-    while j < len(value) and 48 <= value[j] <= 57:
-        digits.append(value[j])
-        j += 1
-    return int(digits) if digits else None
-
-
 def check_stream_topic(event: EventBase, topic: str, control_topics: Mapping[str, str]) -> None:
     """A control stream only on its own topic, and nothing else there.
 
@@ -239,7 +241,7 @@ def gather(pcoll: Any, label: str) -> Any:
         pcoll
         | f"{label}Key" >> beam.Map(lambda x: (0, x))
         | f"{label}Group" >> beam.GroupByKey()
-        | f"{label}List" >> beam.MapTuple(lambda _, xs: list(xs))
+        | f"{label}List" >> beam.MapTuple(lambda _, xs: Rows(xs))
     )
 
 
@@ -250,22 +252,20 @@ class _ParseFn(beam.DoFn):
         self.invalid = Metrics.counter("ParseAndValidate", "quarantined")
 
     def process(self, batch: list[Record]) -> Iterator[Any]:
-        good: list[dict[str, Any]] = []
-        bad: list[dict[str, Any]] = []
+        good: list[dict[str, Any]] = Rows()
+        bad: list[dict[str, Any]] = Rows()
         for topic, partition, offset, key, value, ts_ms in batch:
             try:
                 if value is None:
                     raise SchemaError("empty record (tombstone)", [("<root>", "no value")])
-                event = parse_event(value)
+                event, written = parse_event_as_written(value)
                 if key is not None and key != event.episode_id.encode("utf-8"):
                     raise SchemaError(
                         f"record key {key[:80]!r} is not the event's episode_id",
                         [("episode_id", "does not match the Kafka key")],
                     )
                 check_stream_topic(event, topic, self.control_topics)
-                good.append(
-                    event_row(event, topic, partition, offset, written_version=_written_version(value))
-                )
+                good.append(event_row(event, topic, partition, offset, written_version=written))
             except Exception as exc:  # noqa: BLE001 - a poison record is quarantined, never crashes the bundle
                 schema = isinstance(exc, SchemaError)
                 bad.append(
@@ -384,7 +384,7 @@ class DedupEvents(beam.PTransform):  # type: ignore[type-arg]
         def spread(batch: list[dict[str, Any]]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
             parts: dict[int, list[dict[str, Any]]] = {}
             for r in batch:
-                parts.setdefault(zlib.crc32(r["event_id"].encode()) % buckets, []).append(r)
+                parts.setdefault(zlib.crc32(r["event_id"].encode()) % buckets, Rows()).append(r)
             yield from parts.items()
 
         def first_copies(kv: tuple[int, Iterable[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
@@ -394,7 +394,7 @@ class DedupEvents(beam.PTransform):  # type: ignore[type-arg]
                     key = (r["event_id"], *(r[c] for c in CONTENT_COLUMNS))
                     if key not in by_content or _log_position(r) < _log_position(by_content[key]):
                         by_content[key] = r
-            return list(by_content.values())
+            return Rows(by_content.values())
 
         return (
             batches
@@ -423,10 +423,21 @@ class _ResolveFn(beam.DoFn):
         for i in range(0, len(ids), self.chunk):
             for r in lake.read_events_by_id(ids[i : i + self.chunk]).to_pylist():
                 stored[r["event_id"]] = r
-        fresh, conflicts, replaced = [], [], []
+        fresh, replaced = [], []
+        conflicts: dict[tuple[str, int, int], dict[str, Any]] = {}  # by log position: one row each
         swapped: dict[str, dict[str, Any]] = {}
+        refold: set[str] = set()
         for eid, rows in copies.items():
             old = stored.get(eid)
+            if old is not None:
+                # a copy at the stored row's log position is that row read again (a re-run of a
+                # batch whose events commit landed): the stored row, not a rival copy of it
+                here = _log_position(old)
+                again = [r for r in rows if _log_position(r) == here]
+                if again:  # (its episode's derived rows may not have been committed: fold it again)
+                    self.dups.inc(len(again))
+                    refold.add(old["episode_id"])
+                    rows = [r for r in rows if _log_position(r) != here]
             # the copy earliest in the log names the event, whichever batch it came in (so replay agrees)
             ranked = sorted(rows + ([old] if old is not None else []), key=_log_position)
             winner = ranked[0]
@@ -434,7 +445,7 @@ class _ResolveFn(beam.DoFn):
                 if same_content(other, winner):
                     self.dups.inc()
                 else:
-                    conflicts.append(conflict_row(other, winner))
+                    conflicts[_log_position(other)] = conflict_row(other, winner)
             if old is None:
                 fresh.append(winner)
             elif winner is not old:
@@ -454,15 +465,23 @@ class _ResolveFn(beam.DoFn):
                 if envelope == _envelope(new):
                     released.append(position)
                 else:
-                    conflicts.append(_conflict(position, envelope, new))
+                    conflicts[position] = _conflict(position, envelope, new)
         self.conflicts.inc(len(conflicts))
-        yield "events", fresh
+        # Episodes that lost one of these events to a rival copy: folded again with the batch. A
+        # run that swapped a stored copy and was killed before the derived tables committed left
+        # the losing copy's episode folded with it; the re-run finds the stored copy already the
+        # winner (nothing to replace), and only the losing copy's quarantine row names it.
+        # (With the episodes of events read again, above: a re-run refolds all the run did.)
+        refold |= lake.conflicted_episodes(copies) | {r[2] for r in replaced}
+        yield "events", Rows(fresh)
+        if refold:
+            yield "refold", Rows(sorted(refold))
         if conflicts:
-            yield "conflicts", conflicts
+            yield "conflicts", Rows(conflicts.values())
         if replaced:
-            yield "replaced", replaced
+            yield "replaced", Rows(replaced)
         if released:
-            yield "released", released
+            yield "released", Rows(released)
 
 
 class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
@@ -474,7 +493,9 @@ class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
     (``conflicts`` gets the other as a ``quarantine`` row; when the new copy is
     earlier, ``replaced`` names the stored row it replaces, the conflicts quarantined
     against that row are judged again against the new copy, and ``released`` names
-    the ``quarantine`` rows that turn out to be re-sends of it).
+    the ``quarantine`` rows that turn out to be re-sends of it). ``refold`` lists the
+    episodes that lost one of the batch's event ids to another copy, now or in a run that
+    was killed before it finished: their derived rows are folded again.
     """
 
     def __init__(self, lake_root: str | Lake) -> None:
@@ -483,7 +504,7 @@ class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
 
     def expand(self, batches: Any) -> Any:
         looked_up = gather(batches, "All") | "Lookup" >> beam.ParDo(_ResolveFn(self.lake_root))
-        return split_by_tag(looked_up, ("events", "conflicts", "replaced", "released"), "Only")
+        return split_by_tag(looked_up, ("events", "conflicts", "replaced", "released", "refold"), "Only")
 
 
 # ------------------------------------------------------------------ assemble
@@ -579,7 +600,8 @@ class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
                         lists.setdefault("failed", []).append(episode_id)
                 for name, table_rows in out.items():
                     lists.setdefault(name, []).extend(table_rows)
-            yield from lists.items()
+            for name, got in lists.items():
+                yield name, Rows(got)
 
         removed = [f"removed_{t}" for t in CONTROL_TABLES]
         folded = grouped | "Fold" >> beam.FlatMap(emit)
@@ -602,7 +624,7 @@ class _LoadEpisodesFn(beam.DoFn):
             grouped: dict[str, list[dict[str, Any]]] = {e: [] for e in part}
             for row in table.to_pylist():
                 grouped[row["episode_id"]].append(row)
-            yield list(grouped.items())
+            yield Rows(grouped.items())
 
 
 class LoadTouchedEpisodes(beam.PTransform):  # type: ignore[type-arg]
@@ -685,6 +707,7 @@ class _CommitFn(beam.DoFn):
         # them then; a re-run after the commit landed writes nothing (the ``txn``s say so)
         self.rows.inc(table.num_rows)
         episodes: set[str] = {r[2] for r in replaced} if events else set()
+        episodes |= set(touched)
         if "episode_id" in schema.names and table.num_rows:
             episodes |= set(table.column("episode_id").to_pylist())
         yield {
@@ -706,10 +729,11 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
     whether this run committed (False: a re-run the table already held), and
     the episodes of the rows. With ``touched`` (a PCollection of episode-id
     lists), ``replace_episodes`` empties the rows of those episodes that the
-    input no longer has. With ``after``, the commit waits for that PCollection
-    (another table's commit summary); with ``replaced`` (lists of ``(event_id,
-    event_date, episode_id)`` for ``events``, of ``(topic, partition, offset)``
-    for ``quarantine``), those stored rows are removed first. With ``skip_empty``,
+    input no longer has; in any mode, the summary names them too. With ``after``,
+    the commit waits for that PCollection (another table's commit summary); with
+    ``replaced`` (lists of ``(event_id, event_date, episode_id)`` for ``events``, of
+    ``(topic, partition, offset)`` for ``quarantine``), those stored rows are removed in
+    the same commit. With ``skip_empty``,
     no rows means no commit at all (a write keyed by its rows, idempotent without
     ``txn``s: the fold's dead letters).
     """

@@ -8,9 +8,12 @@ translations make the task graph grow with the pipeline's depth, not its data:
 table's commit waits for the one before), so a batch of 200 events became a graph of
 169,024 tasks (22 MiB) that took minutes to schedule.
 
-:class:`BoundedDaskRunner` is the same runner with one change: a ``GroupByKey``
-shuffles into ``width`` partitions (the cluster's worker threads), so no stage after a
-shuffle is wider than the cluster. Every other transform is translated by Beam's own
+:class:`BoundedDaskRunner` is the same runner with three changes. A ``GroupByKey``
+first joins its input into ``width`` partitions (the cluster's worker threads), so no stage
+after a shuffle is wider than the cluster; it groups by the key and its type, as Beam does
+by the key's encoding (``1`` and ``1.0`` are two keys). A ``ParDo`` makes each bundle's output
+list in the bundle (Beam's shares one between the bundles a process runs, and keeps what
+``finish_bundle`` emits out of it). Every other transform is translated by Beam's own
 classes, so the graph computes the same values; only how they are partitioned differs.
 """
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from apache_beam import pvalue
+from apache_beam import ParDo, pvalue
 from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.dask import transform_evaluator as te
 from apache_beam.runners.dask.dask_runner import DaskOptions, DaskRunner, DaskRunnerResult
@@ -39,12 +42,68 @@ class _BoundedGroupByKey(te.DaskBagOp):
         return input_bag.repartition(npartitions=width).groupby(_key).map(_grouped)
 
 
+class _ParDo(te.DaskBagOp):
+    """Beam's ``ParDo`` translation, with the bundle's output list made in the bundle.
+
+    Beam's builds one receiver (a list) when it translates the step and ships it with every
+    partition; where a process runs two partitions of a step on the same copy (dask's
+    synchronous and threaded schedulers), each returns the outputs of the ones before too.
+    """
+
+    def apply(self, input_bag: Any, side_inputs: Any = None) -> Any:
+        transform = self.transform
+        args, kwargs = transform.raw_side_inputs
+        main = next(iter(self.applied.main_inputs.values()))
+        window_fn = main.windowing.windowfn if hasattr(main, "windowing") else None
+        return input_bag.map(te.get_windowed_value, window_fn).map_partitions(
+            _run_bundle, transform.fn, transform.label, list(args), kwargs, window_fn, side_inputs
+        )
+
+
+def _run_bundle(
+    items: Any, fn: Any, label: str, args: list[Any], kwargs: dict[str, Any], window_fn: Any, side_inputs: Any
+) -> list[Any]:
+    from apache_beam import DoFn
+    from apache_beam.runners.common import DoFnContext, DoFnInvoker, DoFnSignature, _OutputHandler
+
+    receivers = te.OneReceiver()
+    handler = _OutputHandler(
+        window_fn=window_fn,
+        main_receivers=receivers[None],
+        tagged_receivers=receivers,
+        per_element_output_counter=None,
+        output_batch_converter=None,
+        process_yields_batches=False,
+        process_batch_yields_elements=False,
+    )
+    invoker = DoFnInvoker.create_invoker(
+        DoFnSignature(fn),
+        handler,
+        context=DoFnContext(label, state=None),
+        side_inputs=side_inputs,
+        input_args=args,
+        input_kwargs=kwargs,
+        user_state_context=None,
+        bundle_finalizer_param=DoFn.BundleFinalizerParam(),
+    )
+    invoker.invoke_setup()
+    invoker.invoke_start_bundle()
+    for item in items:
+        invoker.invoke_process(item)
+    invoker.invoke_finish_bundle()
+    invoker.invoke_teardown()
+    return [v.value for v in receivers.values]
+
+
 def _key(item: Any) -> Any:
-    return item[0]
+    # Beam groups by the key's encoding, so 1, 1.0 and True are three keys; a Python dict
+    # (what dask.bag groups in) holds them as one: the key's type keeps them apart
+    key = item[0]
+    return type(key).__module__, type(key).__qualname__, key
 
 
 def _grouped(item: Any) -> Any:
-    key, values = item
+    (_, _, key), values = item
     return key, [te.defenestrate(v[1]) for v in values]
 
 
@@ -54,7 +113,7 @@ class _Visitor(PipelineVisitor):  # type: ignore[misc]
     def __init__(self, bag_kwargs: dict[str, Any]) -> None:
         self.bag_kwargs = bag_kwargs
         self.bags: dict[Any, Any] = collections.OrderedDict()
-        self.translations = {**te.TRANSLATIONS, _GroupByKeyOnly: _BoundedGroupByKey}
+        self.translations = {**te.TRANSLATIONS, _GroupByKeyOnly: _BoundedGroupByKey, ParDo: _ParDo}
 
     def visit_transform(self, node: Any) -> None:
         op = self.translations.get(node.transform.__class__, te.NoOp)(node, bag_kwargs=self.bag_kwargs)

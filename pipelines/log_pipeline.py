@@ -121,6 +121,24 @@ def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[tuple[str, int]
         consumer.close()
 
 
+def log_starts(bootstrap: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The first offset each partition still holds (records below it were deleted)."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+
+    tps = [TopicPartition(t, p) for t, p in partitions]
+    if not tps:
+        return {}
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False)
+    except KafkaError as exc:
+        raise PipelineError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+    try:
+        return {(tp.topic, tp.partition): off for tp, off in consumer.beginning_offsets(tps).items()}
+    finally:
+        consumer.close()
+
+
 def offsets_for_time(
     bootstrap: str, topics: tuple[str, ...], when: dt.datetime
 ) -> dict[tuple[str, int], int]:
@@ -172,6 +190,17 @@ def plan_batch(
         stop = min(end, start + cfg.max_batch_per_partition)
         if stop > start:
             ranges.append(OffsetRange(topic, part, start, stop))
+    firsts = log_starts(cfg.bootstrap, [(r.topic, r.partition) for r in ranges])
+    for r in ranges:
+        first = firsts.get((r.topic, r.partition), 0)
+        if r.start < first:
+            raise PipelineError(
+                f"offsets {r.start} to {first - 1} of {r.topic}/{r.partition} are gone from the log at "
+                f"{cfg.bootstrap} (deleted by retention or DeleteRecords) and the lake at {cfg.lake_root} "
+                "never read them, so folding on would skip them silently; keep the log's retention "
+                "longer than the pipeline's lag, and `trajlake replay --from-time T --into NEW_DIR` "
+                "builds a lake of what the log still holds"
+            )
     return ranges
 
 
@@ -224,6 +253,7 @@ def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig, run_
         batched=True,
         after=kept,
         replaced=resolved.replaced,
+        touched=resolved.refold,  # (named in its summary: folded again below)
         stage_id=run_id,
     )
     # The episodes of the batch, once their events are committed: they are

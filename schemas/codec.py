@@ -44,10 +44,21 @@ def parse_event(raw: bytes | str | dict[str, Any]) -> Event:
         SchemaError: the input is not JSON, not an object, or violates the
             schema; ``errors`` names each offending field.
     """
+    return parse_event_as_written(raw)[0]
+
+
+def parse_event_as_written(raw: bytes | str | dict[str, Any]) -> tuple[Event, int | None]:
+    """:func:`parse_event`, and the ``schema_version`` the producer wrote (before upcasting).
+
+    The version is the envelope's own field, wherever it sits in the JSON (a payload may hold
+    a key of the same name); ``None`` when the envelope has none that is an integer.
+    """
     if isinstance(raw, (bytes, bytearray, memoryview, str)):
         try:
-            # Fast path: a current-version event validates straight from JSON.
-            return EVENT_ADAPTER.validate_json(raw)
+            # Fast path: a current-version event validates straight from JSON
+            # (each type's ``schema_version`` is a literal: only the current one validates).
+            event = EVENT_ADAPTER.validate_json(raw)
+            return event, event.schema_version
         except ValidationError as exc:
             if any("recursion" in str(e.get("msg", "")).lower() for e in exc.errors()):
                 raise _too_deep() from exc
@@ -61,9 +72,11 @@ def parse_event(raw: bytes | str | dict[str, Any]) -> Event:
         data = raw
     if not isinstance(data, dict):
         raise SchemaError("an event must be a JSON object", [("<root>", "not an object")])
+    version = data.get("schema_version")
+    written = version if isinstance(version, int) and not isinstance(version, bool) else None
     data = upcast(data)
     try:
-        return EVENT_ADAPTER.validate_python(data)
+        return EVENT_ADAPTER.validate_python(data), written
     except ValidationError as exc:
         raise translate_validation_error(exc, data.get("type")) from exc
     except RecursionError as exc:

@@ -126,3 +126,24 @@ def test_a_shuffle_on_dask_is_no_wider_than_the_cluster() -> None:
     # what it replaces: each link adds its inputs' partitions
     assert stock_width >= 64 + 6 * 7, stock_width
     assert tasks * 5 < stock_tasks, (tasks, stock_tasks)
+
+
+def test_keys_equal_in_python_but_of_other_types_stay_apart_on_dask() -> None:
+    """Beam groups by a key's encoding: 1, 1.0 and True are three keys (a dict would merge them)."""
+    import apache_beam as beam
+    from apache_beam.runners.dask.overrides import dask_overrides
+
+    from pipelines.dask_runner import WIDTH_KEY, _Visitor
+
+    p = beam.Pipeline()
+    _ = (
+        p
+        | beam.Create([(1, "int"), (1.0, "float"), (True, "bool"), (1, "int again")])
+        | beam.GroupByKey()
+        | beam.MapTuple(lambda k, vs: (type(k).__name__, sorted(vs)))
+    )
+    p.replace_all(dask_overrides())
+    visitor = _Visitor({"partition_size": 1, WIDTH_KEY: 1})  # one partition: every key meets
+    p.visit(visitor)
+    got = list(visitor.bags.values())[-1].compute(scheduler="sync")
+    assert sorted(got) == [("bool", ["bool"]), ("float", ["float"]), ("int", ["int", "int again"])]

@@ -253,6 +253,24 @@ def test_v1_errors_map_to_v2_error_kind(payload: dict[str, Any], kind: str) -> N
     assert parse_event(v1_tool_result(**payload)).payload.error_kind == kind  # type: ignore[union-attr]
 
 
+def test_the_written_version_is_the_envelopes_wherever_its_key_sits() -> None:
+    from schemas.codec import parse_event_as_written
+
+    def payload_first(doc: dict[str, Any]) -> bytes:
+        rest = {k: v for k, v in doc.items() if k != "payload"}
+        return json.dumps({"payload": doc["payload"], **rest}).encode()
+
+    # a payload holding a key of the same name, before the envelope's own field
+    note = envelope("annotation", payload={"key": "k", "value": {"schema_version": 7}})
+    raw = payload_first(note)
+    assert raw.index(b'"schema_version": 7') < raw.index(b'"schema_version": 1')
+    assert parse_event_as_written(raw)[1] == 1
+    old = v1_tool_result()
+    event, written = parse_event_as_written(payload_first(old))
+    assert (event.schema_version, written) == (2, 1)  # upcast to 2, written at 1
+    assert parse_event_as_written(serialize_event(event)) == (event, 2)
+
+
 def test_upcast_leaves_current_versions_alone() -> None:
     d = envelope("tool_result")
     assert upcast(d) is d
