@@ -30,7 +30,7 @@ WRITER = """
 import json, sys
 from pipelines import PipelineConfig, run_once
 run_once(PipelineConfig(bootstrap=sys.argv[1], lake_root=sys.argv[2], lake_options=json.loads(sys.argv[3]),
-                        max_batch_per_partition=40))
+                        max_batch_per_partition=40, runner=sys.argv[4]))
 """
 
 
@@ -45,13 +45,16 @@ def _same(a: Lake, b: Lake) -> None:
     assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
 
 
-def _together(bootstrap: str, root: str, options: dict[str, str]) -> None:
-    """Two pipeline processes started at once on one lake, small batches so their commits interleave."""
+def _together(bootstrap: str, root: str, options: dict[str, str], runner: str = "local") -> None:
+    """Two pipeline processes started at once on one lake, small batches so their commits interleave.
+
+    On Dask each starts its own cluster of two worker processes, as two deployments would.
+    """
     import json
 
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", WRITER, bootstrap, root, json.dumps(options)],
+            [sys.executable, "-c", WRITER, bootstrap, root, json.dumps(options), runner],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -83,9 +86,13 @@ def test_an_s3_lake_equals_a_local_one_and_two_writers_lose_and_duplicate_nothin
         (s3.data / "lakes" / "one" / "_staging").iterdir()
     )
 
-    # two pipelines together, on a local lake and on an S3 lake
-    for root, options in ((str(tmp_path / "two"), {}), (f"{bucket}/two", opts)):
-        _together(fresh_broker.bootstrap, root, options)
+    # two pipelines together, on a local lake and on an S3 lake, on the local runner and on Dask
+    for root, options, runner in (
+        (str(tmp_path / "two"), {}, "local"),
+        (f"{bucket}/two", opts, "local"),
+        (f"{bucket}/two-dask", opts, "dask"),
+    ):
+        _together(fresh_broker.bootstrap, root, options, runner)
         lake = Lake(root, options or None)
         ids = Counter(lake.read("events").column("event_id").to_pylist())
         assert ids and max(ids.values()) == 1, "an event_id twice"
