@@ -15,7 +15,6 @@ not enforce that check itself.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import time
@@ -334,36 +333,19 @@ class Lake:
             where="event_id IN (" + ", ".join(sql_literal(e) for e in event_ids) + ")",
         )
 
-    def read_conflicts(self, event_ids: Sequence[str]) -> list[dict[str, Any]]:
-        """The ``quarantine`` rows of copies that conflicted with these event ids."""
-        if not event_ids or not self.exists("quarantine"):
-            return []
-        out: list[dict[str, Any]] = []
-        for i in range(0, len(event_ids), 500):
-            scope = " OR ".join(
-                f"starts_with(error, {sql_literal(CONFLICT_PREFIX + e + ' ')})"
-                for e in event_ids[i : i + 500]
-            )
-            out += self.read("quarantine", where=scope).to_pylist()
-        return out
+    def read_conflicts(self, event_ids: Iterable[str]) -> list[dict[str, Any]]:
+        """The ``quarantine`` rows of copies that conflicted with these event ids.
 
-    def conflicted_episodes(self, event_ids: Iterable[str]) -> set[str]:
-        """The episodes of the copies quarantined as conflicts with these event ids.
-
-        One read of the ``quarantine`` rows of conflicts (a few, where producers behave), matched
-        here: a batch of any size costs one scan.
+        One read of the conflicts' rows (a few, where producers behave), matched here by the id
+        their error names: a batch of any size costs one scan.
         """
-        if not self.exists("quarantine"):
-            return set()
         wanted = set(event_ids)
-        got = self.read("quarantine", where=f"starts_with(error, {sql_literal(CONFLICT_PREFIX)})",
-                        columns=["error", "raw"])  # fmt: skip
-        out: set[str] = set()
-        for error, raw in zip(got.column("error").to_pylist(), got.column("raw").to_pylist(), strict=True):
-            if error[len(CONFLICT_PREFIX) :].split(" ", 1)[0] in wanted:
-                with contextlib.suppress(ValueError, TypeError, KeyError):
-                    out.add(str(json.loads(raw)["episode_id"]))
-        return out
+        if not wanted or not self.exists("quarantine"):
+            return []
+        rows = self.read(
+            "quarantine", where=f"starts_with(error, {sql_literal(CONFLICT_PREFIX)})"
+        ).to_pylist()
+        return [r for r in rows if r["error"][len(CONFLICT_PREFIX) :].split(" ", 1)[0] in wanted]
 
     def read_episodes_events(self, episode_ids: Sequence[str], version: int | None = None) -> pa.Table:
         """Every ``events`` row of the given episodes."""

@@ -426,7 +426,7 @@ class _ResolveFn(beam.DoFn):
         fresh, replaced = [], []
         conflicts: dict[tuple[str, int, int], dict[str, Any]] = {}  # by log position: one row each
         swapped: dict[str, dict[str, Any]] = {}
-        refold: set[str] = set()
+        reread: set[str] = set()
         for eid, rows in copies.items():
             old = stored.get(eid)
             if old is not None:
@@ -434,9 +434,9 @@ class _ResolveFn(beam.DoFn):
                 # batch whose events commit landed): the stored row, not a rival copy of it
                 here = _log_position(old)
                 again = [r for r in rows if _log_position(r) == here]
-                if again:  # (its episode's derived rows may not have been committed: fold it again)
+                if again:
                     self.dups.inc(len(again))
-                    refold.add(old["episode_id"])
+                    reread.add(eid)
                     rows = [r for r in rows if _log_position(r) != here]
             # the copy earliest in the log names the event, whichever batch it came in (so replay agrees)
             ranked = sorted(rows + ([old] if old is not None else []), key=_log_position)
@@ -452,27 +452,28 @@ class _ResolveFn(beam.DoFn):
                 fresh.append(winner)
                 replaced.append((old["event_id"], old["event_date"], old["episode_id"]))
                 swapped[eid] = winner
-        # Copies quarantined against the copy that just lost: judged again against the new winner
-        # (a re-send of it is no conflict), so the lake is what replaying the whole log gives.
+        # Events read again are a re-run's: its episodes are folded again (the killed run may not
+        # have committed them), and so are those of copies quarantined against them (a run that
+        # swapped a stored copy and was killed left the loser's episode folded with it; only its
+        # quarantine row names it now). Copies quarantined against a copy that just lost are
+        # judged again against the new winner (a re-send of it is no conflict), so the lake is
+        # what replaying the whole log gives.
+        refold = {stored[eid]["episode_id"] for eid in reread}
         released = []
-        if swapped:
-            for q in lake.read_conflicts(sorted(swapped)):
-                envelope = json.loads(q["raw"])
-                new = swapped.get(str(envelope.get("event_id")))
-                if new is None:
-                    continue
-                position = (q["topic"], q["partition"], q["offset"])
-                if envelope == _envelope(new):
-                    released.append(position)
-                else:
-                    conflicts[position] = _conflict(position, envelope, new)
+        for q in lake.read_conflicts(swapped.keys() | reread):
+            envelope = json.loads(q["raw"])
+            eid = str(envelope.get("event_id"))
+            if eid in reread:
+                refold.add(str(envelope.get("episode_id")))
+            new = swapped.get(eid)
+            if new is None:
+                continue
+            position = (q["topic"], q["partition"], q["offset"])
+            if envelope == _envelope(new):
+                released.append(position)
+            else:
+                conflicts[position] = _conflict(position, envelope, new)
         self.conflicts.inc(len(conflicts))
-        # Episodes that lost one of these events to a rival copy: folded again with the batch. A
-        # run that swapped a stored copy and was killed before the derived tables committed left
-        # the losing copy's episode folded with it; the re-run finds the stored copy already the
-        # winner (nothing to replace), and only the losing copy's quarantine row names it.
-        # (With the episodes of events read again, above: a re-run refolds all the run did.)
-        refold |= lake.conflicted_episodes(copies) | {r[2] for r in replaced}
         yield "events", Rows(fresh)
         if refold:
             yield "refold", Rows(sorted(refold))

@@ -105,9 +105,10 @@ class BatchResult:
     counters: dict[str, int] = field(default_factory=dict)
 
 
-def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[tuple[str, int], int]:
-    """End offset of every partition of ``topics`` now (missing topics are skipped)."""
-    from kafka import KafkaConsumer, TopicPartition
+@contextlib.contextmanager
+def _offsets_consumer(bootstrap: str) -> Iterator[Any]:
+    """A consumer for offset lookups (no group, no commits), closed on exit."""
+    from kafka import KafkaConsumer
     from kafka.errors import KafkaError
 
     try:
@@ -115,45 +116,45 @@ def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[tuple[str, int]
     except KafkaError as exc:
         raise PipelineError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
     try:
-        tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or [])]
-        return {(tp.topic, tp.partition): off for tp, off in consumer.end_offsets(tps).items()} if tps else {}
+        yield consumer
     finally:
         consumer.close()
+
+
+def _partitions(consumer: Any, topics: Iterable[str]) -> list[Any]:
+    from kafka import TopicPartition
+
+    return [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or [])]
+
+
+def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[tuple[str, int], int]:
+    """End offset of every partition of ``topics`` now (missing topics are skipped)."""
+    with _offsets_consumer(bootstrap) as consumer:
+        tps = _partitions(consumer, topics)
+        return {(tp.topic, tp.partition): off for tp, off in consumer.end_offsets(tps).items()} if tps else {}
 
 
 def log_starts(bootstrap: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
     """The first offset each partition still holds (records below it were deleted)."""
-    from kafka import KafkaConsumer, TopicPartition
-    from kafka.errors import KafkaError
+    from kafka import TopicPartition
 
     tps = [TopicPartition(t, p) for t, p in partitions]
     if not tps:
         return {}
-    try:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False)
-    except KafkaError as exc:
-        raise PipelineError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
-    try:
+    with _offsets_consumer(bootstrap) as consumer:
         return {(tp.topic, tp.partition): off for tp, off in consumer.beginning_offsets(tps).items()}
-    finally:
-        consumer.close()
 
 
 def offsets_for_time(
     bootstrap: str, topics: tuple[str, ...], when: dt.datetime
 ) -> dict[tuple[str, int], int]:
     """First offset at or after ``when`` per partition (the end offset if none)."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False)
-    try:
-        tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or [])]
+    with _offsets_consumer(bootstrap) as consumer:
+        tps = _partitions(consumer, topics)
         ms = int(when.timestamp() * 1000)
         found = consumer.offsets_for_times({tp: ms for tp in tps})
         ends = consumer.end_offsets(tps)
         return {(tp.topic, tp.partition): (found[tp].offset if found.get(tp) else ends[tp]) for tp in tps}
-    finally:
-        consumer.close()
 
 
 def committed_offsets(
