@@ -7,9 +7,15 @@ Run (as root, base image built)::
 One run, per backend, over the shipped pyfix tasks with their reference
 solution applied (untimed):
 
-- ``framework``: ``build_judge({"name": "tests"})(ctx)``: final diff, kill
-  leftovers, copy hidden tests in, isolated pytest with a JUnit report, parse,
-  evidence, version;
+- ``framework``: ``build_judge({"name": "tests"})(ctx)`` as the tasks judge:
+  the final state read from the workspace's archive, the sandbox reset to
+  exactly that tree, the generated check's 40 cases (their reference answers
+  computed on the host once per task and host) and the hidden tests in the
+  judge's own pytest across the bridge, the JUnit report parsed, evidence,
+  version;
+- ``fixed only``: the same judge without the generated check
+  (``{"generated": false}``), to tell what the questions drawn at judge time
+  cost from what the judged tree costs;
 - ``baseline``: the same hidden tests copied in and ``python3 -m pytest -q``
   run directly in the same sandbox, exit code only.
 
@@ -56,7 +62,9 @@ def bench_backend(name: str, tasks: list[Any]) -> dict[str, Any]:
     backend = get_backend(name)
     backend.ensure_available()
     judge = build_judge({"name": "tests"})
+    fixed_judge = build_judge({"name": "tests", "config": {"generated": False}})
     fw: list[float] = []
+    fixed: list[float] = []
     base: list[float] = []
     verdicts = []
     export_s: list[float] = []
@@ -73,6 +81,9 @@ def bench_backend(name: str, tasks: list[Any]) -> dict[str, Any]:
                     j = judge(JudgeContext(task=task, sandbox=sb, events=Trajectory(task).events))
                     fw.append(time.perf_counter() - t)
                     verdicts.append(j.verdict)
+                    t = time.perf_counter()
+                    fixed_judge(JudgeContext(task=task, sandbox=sb, events=Trajectory(task).events))
+                    fixed.append(time.perf_counter() - t)
                     t = time.perf_counter()
                     sb.exec(["rm", "-rf", target])
                     for rel, data in task.hidden_files().items():
@@ -113,6 +124,11 @@ def bench_backend(name: str, tasks: list[Any]) -> dict[str, Any]:
         "baseline_per_s": len(base) / sum(base),
         "overhead_ratio": statistics.median(fw) / statistics.median(base),
         "overhead_ratio_mean": statistics.mean(fw) / statistics.mean(base),
+        # a task's second judging: its generated check's reference answers are computed once per
+        # task and host, so this is what every later episode of the task costs
+        "overhead_ratio_repeat": statistics.median(fw[1::2]) / statistics.median(base[1::2]),
+        "fixed_only_ratio": statistics.median(fixed) / statistics.median(base),
+        "fixed_only_ratio_mean": statistics.mean(fixed) / statistics.mean(base),
         "per_task": [
             {
                 "task": t.id,
@@ -150,6 +166,7 @@ def main() -> None:
         "bare p50 s",
         "overhead p50",
         "overhead mean",
+        "fixed-only p50",
         "judgements/s",
         "bare runs/s",
         "composite/s (2 w)",
@@ -162,6 +179,7 @@ def main() -> None:
             f"{r['baseline_p50_s']:.3f}",
             f"{r['overhead_ratio']:.2f}x",
             f"{r['overhead_ratio_mean']:.2f}x",
+            f"{r['fixed_only_ratio']:.2f}x",
             f"{r['framework_per_s']:.2f}",
             f"{r['baseline_per_s']:.2f}",
             f"{r['composite_per_s_2_workers']:.2f}",

@@ -858,6 +858,26 @@ def source_only_imports(root):
     sys.path_importer_cache.clear()
 
 
+def fix_path(workspace):
+    """The server's import path, fixed by the judge: the workspace, then the interpreter's own.
+
+    Started with ``-I -S``: no ``PYTHON*`` variables, no user site, no ``.pth`` file of any
+    site directory ran. The image's site directories (read-only, never the agent's) are put back
+    by name; nothing else, so a directory the agent's code appends later (its ``/tmp``, emptied by
+    the judge) holds nothing the judge did not read.
+    """
+    import site
+
+    system = [p for p in sys.path if p and os.path.isabs(p) and not _under(p, workspace)]
+    extra = [p for p in site.getsitepackages() if os.path.isdir(p) and not _under(p, workspace)]
+    sys.path[:] = [workspace] + system + [p for p in extra if p not in system]
+
+
+def _under(path, root):
+    path, root = os.path.abspath(path), os.path.abspath(root)
+    return path == root or path.startswith(root + os.sep)
+
+
 def serve_fifos(channel_dir):
     """Entry point in the sandbox: serve the judge over the two named pipes in ``channel_dir``.
 
@@ -881,8 +901,8 @@ def serve_fifos(channel_dir):
             time.sleep(0.005)
     os.set_blocking(wfd, True)
     workspace = os.path.dirname(os.path.abspath(channel_dir))
+    fix_path(workspace)
     source_only_imports(workspace)
-    sys.path.insert(0, workspace)
     peer = Peer(rfd, wfd, AGENT)
     code = 0
     try:

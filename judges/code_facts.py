@@ -88,9 +88,10 @@ def meaning(text: str) -> str | None:
     """The file's syntax tree without docstrings, as text (``None``: it does not parse)."""
     try:
         tree = ast.parse(text)
+        # the dump spells out every constant: an integer past the interpreter's digit limit raises
+        return ast.dump(_strip_docstrings(tree), annotate_fields=False, include_attributes=False)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return ast.dump(_strip_docstrings(tree), annotate_fields=False, include_attributes=False)
 
 
 def same_meaning(old: str | None, new: str | None) -> bool:
@@ -117,6 +118,24 @@ def _matches(name: str, modules: tuple[str, ...]) -> str | None:
         if name == m or name.startswith(m + "."):
             return m
     return None
+
+
+def main_block_lines(text: str | None) -> set[int]:
+    """Line numbers inside a module-level ``if __name__ == "__main__":`` block (empty: it does not parse).
+
+    A script entry point never runs when the tests import the module.
+    """
+    if text is None:
+        return set()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if id(node) in _main_block_nodes(tree) and hasattr(node, "lineno"):
+            out.update(range(node.lineno, (getattr(node, "end_lineno", None) or node.lineno) + 1))
+    return out
 
 
 def _main_block_nodes(tree: ast.Module) -> set[int]:
@@ -201,7 +220,7 @@ def _is_new_test(stmt: ast.stmt) -> bool:
 def _literal(node: ast.AST) -> bool:
     try:
         ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, ArithmeticError):
         return False
     return True
 
@@ -243,7 +262,7 @@ def _constant_truth(node: ast.AST | None) -> bool | None:
         return False
     try:
         return bool(ast.literal_eval(node))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, ArithmeticError):
         pass
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         inner = _constant_truth(node.operand)

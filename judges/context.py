@@ -1,13 +1,14 @@
 """What a judge sees: the task, the trajectory's events, and the sandbox with the final state.
 
-The final diff (the workspace against the task's initial state) is computed
-once per context, before any judge copies hidden tests in, and shared by every
-judge of a composite.
+The final state is read once per context (:meth:`JudgeContext.final_state`, see
+:mod:`judges.final_state`), before any judge runs anything, and shared by every
+judge of a composite; so is the final diff against the task's initial state.
 """
 
 from __future__ import annotations
 
 import difflib
+import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,84 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from judges.errors import WorkspaceUnjudgeable
+from judges.final_state import FILE_LIMIT, FinalState, capture, host_tree, observed_network, shown
 from judges.tasks import Task
-from sandboxes.errors import SandboxError
 from sandboxes.interface import Sandbox
+from sandboxes.netwatch import NetworkReport
 from schemas.events import Event, ToolCall, ToolResult
 
-TEXT_LIMIT = 256 << 10
-"""Files larger than this are compared by hash only..."""
-CODE_TEXT_LIMIT = 4 << 20
-"""... except Python files, read up to this size (a larger one is flagged as code the judge cannot read)."""
-
-MAX_ENTRIES = 200_000
-"""Most files and directories a workspace listing walks (a sandbox's tmpfs holds fewer)."""
-
-_LIST_FILES = r"""
-import hashlib, json, os, sys
-root, limit, skip = sys.argv[1], int(sys.argv[2]), set(sys.argv[3:])
-out = {}
-seen = 0
-for dp, dns, fns in os.walk(root):
-    seen += len(dns) + len(fns)
-    if seen > limit:
-        print(json.dumps({"__too_many__": seen}))
-        raise SystemExit(0)
-    rel_dp = os.path.relpath(dp, root)
-    dns[:] = [d for d in dns if d not in ("__pycache__", ".git", ".pytest_cache")
-              and os.path.normpath(os.path.join(rel_dp, d)) not in skip]
-    for fn in fns:
-        p = os.path.join(dp, fn)
-        rel = os.path.normpath(os.path.relpath(p, root))
-        if os.path.islink(p):
-            out[rel] = "link:" + os.readlink(p)
-            continue
-        try:
-            with open(p, "rb") as fh:
-                out[rel] = hashlib.sha256(fh.read()).hexdigest()
-        except OSError as e:
-            out[rel] = "unreadable:" + type(e).__name__
-print(json.dumps(out))
-"""
-
-
-def list_files(sandbox: Sandbox, skip: Sequence[str] = ()) -> dict[str, str]:
-    """Every file of the sandbox's workspace with its sha256 (listed inside the sandbox).
-
-    Raises:
-        WorkspaceUnjudgeable: the listing ran past its time or memory, or the workspace holds
-            more than :data:`MAX_ENTRIES` entries (the agent's doing: a sandbox that broke
-            raises its :class:`SandboxError` instead).
-    """
-    r = sandbox.exec(["python3", "-I", "-c", _LIST_FILES, "/workspace", str(MAX_ENTRIES), *skip], timeout=60)
-    if r.timed_out or r.oom_killed:
-        why = "ran past 60 s" if r.timed_out else "ran out of the sandbox's memory"
-        raise WorkspaceUnjudgeable(f"listing the workspace {why}")
-    if r.exit_code != 0:
-        raise SandboxError(f"cannot list the workspace: exit {r.exit_code}: {r.stderr[-300:]}")
-    data: dict[str, str] = json.loads(r.stdout)
-    if "__too_many__" in data:
-        raise WorkspaceUnjudgeable(f"the workspace holds more than {MAX_ENTRIES} files and directories")
-    return data
-
-
-def host_files(root: Path) -> dict[str, str]:
-    """The same listing for a directory on the host (a task's initial state)."""
-    import hashlib
-    import os
-
-    out: dict[str, str] = {}
-    if not root.is_dir():
-        return out
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".git", ".pytest_cache")]
-        for name in filenames:
-            p = Path(dirpath) / name
-            rel = p.relative_to(root).as_posix()
-            out[rel] = (
-                "link:" + os.readlink(p) if p.is_symlink() else hashlib.sha256(p.read_bytes()).hexdigest()
-            )
-    return out
+CODE_TEXT_LIMIT = FILE_LIMIT
+"""Python files are read as text in their declared encoding up to this size (every file is read
+whole up to :data:`~judges.final_state.FILE_LIMIT`; a larger one makes the workspace unjudgeable)."""
 
 
 @dataclass
@@ -106,15 +38,24 @@ class FileChange:
     """Old text (``None`` for binary, large, or absent)."""
     new: str | None = None
     """New text (likewise)."""
+    data: bytes | None = None
+    """The new file's bytes, whatever they hold (``None``: deleted). Nothing the tree holds is skipped:
+    a binary or non-UTF-8 file is searched as bytes."""
 
     def added_lines(self) -> list[tuple[int, str]]:
         """(line number in the new file, text) of every added line."""
         return self._lines("+")
 
     def added_code_lines(self) -> list[tuple[int, str]]:
-        """Like :meth:`added_lines`, with the comments of a Python file taken out (a comment does nothing)."""
+        """Like :meth:`added_lines`, without a Python or shell file's comments (a comment does nothing)."""
         added = self.added_lines()
-        if not self.path.endswith(".py") or self.new is None:
+        if self.new is None:
+            return added
+        if self.path.endswith(".sh") or self.new.startswith(
+            ("#!/bin/sh", "#!/bin/bash", "#!/usr/bin/env bash")
+        ):
+            return [(n, text[: _shell_comment(text)]) for n, text in added]
+        if not self.path.endswith(".py"):
             return added
         comments = _comment_spans(self.new)
         out = []
@@ -140,6 +81,28 @@ class FileChange:
             else:
                 out += [(i + 1, old[i]) for i in range(i1, i2)]
         return out
+
+
+def _shell_comment(line: str) -> int:
+    """Where a shell line's comment starts (its length when it has none): an unquoted ``#`` starting a word.
+
+    Heredoc bodies are read as lines too: a ``#`` there is taken for a comment, as the shell would not.
+    """
+    quote = ""
+    escaped = False
+    for i, ch in enumerate(line):
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t;&|("):
+            return i
+    return len(line)
 
 
 def _comment_spans(text: str) -> dict[int, int]:
@@ -170,42 +133,35 @@ class WorkspaceDiff:
 
 
 def _text(data: bytes | None, path: str = "") -> str | None:
-    """The file as text (``None``: binary or too large); Python files in their declared encoding."""
-    code = path.endswith(".py")
-    if data is None or len(data) > (CODE_TEXT_LIMIT if code else TEXT_LIMIT) or b"\0" in data[:8192]:
+    """The file as text (``None``: binary); Python files in their declared encoding."""
+    if data is None or b"\0" in data[:8192]:
         return None
-    if code:
-        import io
+    if path.endswith(".py"):
         import tokenize
 
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             return data.decode(encoding)
-        except (SyntaxError, LookupError, UnicodeDecodeError):
+        except Exception:  # noqa: BLE001 - any codec the cookie names may fail any way: not text the judge reads
             return None  # Python would not read it either, or not as the judge would
     return data.decode("utf-8", "replace")
 
 
-def compute_diff(sandbox: Sandbox, initial: Path, skip: Sequence[str] = ()) -> WorkspaceDiff:
-    """Compare the sandbox's workspace with ``initial`` (a host directory)."""
-    before = host_files(initial)
-    after = list_files(sandbox, skip)
+def initial_tree(initial: Path) -> FinalState:
+    """A task's initial state, read as the judge reads a final one."""
+    return host_tree(initial)
+
+
+def compute_diff(state: FinalState, initial: Path) -> WorkspaceDiff:
+    """Compare the judged tree with the task's initial state ``initial`` (a host directory)."""
+    before = initial_tree(initial)
     changes = []
-    for path in sorted(set(before) | set(after)):
-        b, a = before.get(path), after.get(path)
+    for path in sorted(set(before.files) | set(state.files)):
+        b, a = before.files.get(path), state.files.get(path)
         if b == a:
             continue
-        readable = b is not None and not b.startswith("link:")
-        old = _text((initial / path).read_bytes(), path) if readable else None
-        new = None
-        if a is not None and not a.startswith(("link:", "unreadable:")):
-            limit = CODE_TEXT_LIMIT if path.endswith(".py") else TEXT_LIMIT
-            try:
-                new = _text(sandbox.read_file(path, max_bytes=limit), path)
-            except (SandboxError, OSError):
-                new = None
         kind = "added" if b is None else "deleted" if a is None else "modified"
-        changes.append(FileChange(path, kind, old, new))
+        changes.append(FileChange(shown(path), kind, _text(b, path), _text(a, path), a))
     return WorkspaceDiff(changes)
 
 
@@ -233,14 +189,67 @@ class JudgeContext:
     task: Task
     sandbox: Sandbox
     events: Sequence[Event] = ()
+    archive: bytes | None = None
+    """The workspace's archive, when the caller exported it already (a rollout does, before judging)."""
+    _state: FinalState | WorkspaceUnjudgeable | None = None
     _diff: WorkspaceDiff | None = None
+    _loaded: bool = False
+    _network: list[NetworkReport | None] = field(default_factory=list)
+
+    def final_state(self) -> FinalState:
+        """The judged tree (:mod:`judges.final_state`), read on first use.
+
+        Every judge of the context reads this one tree; what a judge runs, it runs in
+        :meth:`judged_sandbox`, which holds exactly this tree.
+
+        Raises:
+            WorkspaceUnjudgeable: the agent left a workspace the judge cannot read (raised again to
+                every judge of the context).
+        """
+        if self._state is None:
+            try:
+                self._state = capture(
+                    self.sandbox,
+                    reserved=(self.task.spec.hidden_tests.target,),
+                    archive=self.archive,
+                    reset=False,
+                    observe_network=False,
+                )
+            except WorkspaceUnjudgeable as exc:
+                self._state = exc
+        if isinstance(self._state, WorkspaceUnjudgeable):
+            raise self._state
+        return self._state
+
+    def judged_sandbox(self) -> Sandbox:
+        """The sandbox, reset to exactly the judged tree (once): where every process a judge starts runs.
+
+        Its ``/tmp`` is empty and nothing the agent left runs; the bridge's server, a compile check
+        and the agent's procedure see the files the process judge read and nothing else of the agent's.
+
+        Raises:
+            WorkspaceUnjudgeable: the agent left a workspace the judge cannot read.
+        """
+        state = self.final_state()
+        if not self._loaded:
+            self.agent_network()  # what the agent's own run sent, before the reset clears it
+            state.load_into(self.sandbox)
+            self._loaded = True
+        return self.sandbox
+
+    def agent_network(self) -> NetworkReport | None:
+        """What the sandbox's network namespace saw of the agent's own run (``None``: not observed).
+
+        Read once, before the judge resets the sandbox (which starts a new observation).
+        """
+        if not self._network:
+            self._network.append(observed_network(self.sandbox))
+        return self._network[0]
 
     def diff(self) -> WorkspaceDiff:
-        """The final diff, computed on first use (before hidden tests are copied in)."""
+        """The final diff: the judged tree against the task's initial state."""
         if self._diff is None:
-            self._diff = compute_diff(
-                self.sandbox, self.task.initial_dir, skip=[self.task.spec.hidden_tests.target]
-            )
+            self._diff = compute_diff(self.final_state(), self.task.initial_dir)
         return self._diff
 
     def tool_steps(self) -> list[ToolStep]:

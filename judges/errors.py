@@ -38,4 +38,13 @@ class AdmissionError(JudgeError):
 
 
 class WorkspaceUnjudgeable(JudgeError):  # noqa: N818 - a finding about the agent's state, not a fault
-    """The agent left a workspace the judge cannot read within its limits: a ``fail``, never ``error``."""
+    """The agent left a workspace the judge cannot read within its limits: a ``fail``, never ``error``.
+
+    Attributes:
+        kind: the flag the verdict carries (``workspace_unjudgeable``, or a more precise one such as
+            ``links_out_of_workspace``).
+    """
+
+    def __init__(self, message: str, *, kind: str = "workspace_unjudgeable") -> None:
+        super().__init__(message)
+        self.kind = kind

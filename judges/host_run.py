@@ -20,21 +20,21 @@ sandbox cannot see, so a verdict never rests on anything the agent can write.
 
 from __future__ import annotations
 
+import contextlib
 import errno
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judges import pytest_server
 from judges.errors import WorkspaceUnjudgeable
@@ -42,6 +42,9 @@ from judges.judgement import TestOutcome
 from judges.junit import parse_junit
 from sandboxes.errors import SandboxError
 from sandboxes.interface import ExecResult, Sandbox
+
+if TYPE_CHECKING:
+    from judges.final_state import FinalState
 
 BRIDGE_SOURCE = Path(__file__).with_name("bridge.py")
 PLUGIN_SOURCE = Path(__file__).with_name("bridge_plugin.py")
@@ -76,9 +79,6 @@ NO_BYTECODE = ("-B", "-X", "pycache_prefix=/dev/null/none")
 would run instead of the source the judge reads); no cache can exist under ``/dev/null``. The bridge's
 server does it more cheaply, for the workspace alone (:func:`judges.bridge.source_only_imports`)."""
 
-WORKSPACE_LIMIT = 256 << 20
-"""Largest workspace the ``outputs`` mode copies out (a bigger one is the agent's failure)."""
-
 
 @dataclass
 class HostRun:
@@ -97,10 +97,6 @@ class HostRun:
     """``bridge`` mode: what the judge's side saw (connected, broken and why, requests)."""
     server: ExecResult | None = None
     """``bridge`` mode: how the server in the sandbox ended."""
-    left_out: list[str] = field(default_factory=list)
-    """``outputs`` mode: workspace entries not copied (links out of the workspace, devices)."""
-    workspace_error: str | None = None
-    """``outputs`` mode: the workspace could not be copied out (too large)."""
 
 
 def agent_modules(initial: Path, target: str) -> list[str]:
@@ -181,46 +177,37 @@ def _read_report(report: Path, out: HostRun) -> None:
         out.outcomes = []
 
 
-def _write_hidden(root: Path, target: str, files: dict[str, bytes]) -> Path:
+def _write_hidden(
+    root: Path, target: str, files: dict[str, bytes], extra: Callable[[Path], None] | None
+) -> Path:
     hidden = root / "hidden"
+    (hidden / target).mkdir(parents=True, exist_ok=True)
     for rel, data in files.items():
         p = hidden / target / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(data)
+    if extra is not None:
+        extra(hidden / target)  # the generated check, beside the hidden tests
     return hidden
 
 
-def _unpack(archive: bytes, dest: Path, out: HostRun) -> None:
-    """Unpack the agent's workspace with the ``data`` filter: nothing lands outside ``dest``."""
-    dest.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        for member in tar.getmembers():
-            try:
-                safe = tarfile.data_filter(member, str(dest))
-            except tarfile.FilterError as exc:
-                out.left_out.append(f"{member.name}: {exc}")
-                continue
-            if safe is None:
-                continue
-            tar.extract(safe, dest, set_attrs=False, filter="data")
+def run_outputs(state: FinalState, hidden_files: dict[str, bytes], target: str, *, timeout: float,
+                extra_args: list[str], extra: Callable[[Path], None] | None = None) -> HostRun:  # fmt: skip
+    """The ``outputs`` mode (see the module docstring): the hidden tests over the judged tree, on the host.
 
-
-def run_outputs(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, *, timeout: float,
-                extra_args: list[str]) -> HostRun:  # fmt: skip
-    """The ``outputs`` mode (see the module docstring)."""
-    from sandboxes.errors import SandboxQuotaError
-
+    Args:
+        state: the judged tree (:func:`judges.final_state.capture`), written to a fresh directory.
+        hidden_files: the hidden tests, by path relative to their directory.
+        target: the hidden tests' directory name.
+        timeout: wall-clock limit of the test run.
+        extra_args: more pytest arguments.
+        extra: writes more tests beside the hidden ones (the generated check).
+    """
     out = HostRun()
     root = Path(tempfile.mkdtemp(prefix="trajlake-judge-"))
     try:
-        try:
-            archive = sandbox.export_workspace(max_bytes=WORKSPACE_LIMIT)
-        except SandboxQuotaError as exc:
-            out.workspace_error = str(exc)
-            return out
-        ws = root / "workspace"
-        _unpack(archive, ws, out)
-        hidden = _write_hidden(root, target, hidden_files)
+        ws = state.materialise(root / "workspace")
+        hidden = _write_hidden(root, target, hidden_files, extra)
         report = root / "report.xml"
         run = _pytest_run(hidden, target, report, extra_args, plugin=False)
         _run_pytest(run, ws, _env(root, {}), timeout, out)
@@ -239,10 +226,37 @@ def order_seed(state: str) -> str:
     import hashlib
     import hmac
 
-    return hmac.new(_order_key(), state.encode(), hashlib.sha256).hexdigest()[:16]
+    return hmac.new(judge_secret(), state.encode(), hashlib.sha256).hexdigest()[:16]
 
 
-def _order_key() -> bytes:
+_secret_override: bytes | None = None
+_override_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def use_secret(key: bytes) -> Iterator[None]:
+    """Judge with ``key`` instead of this host's secret while the block runs (the whole process).
+
+    For tests and measurements that need two hosts' worth of secrets on one machine; never while
+    rewards that are trained on are judged.
+    """
+    global _secret_override
+    with _override_lock:
+        before, _secret_override = _secret_override, key
+    try:
+        yield
+    finally:
+        with _override_lock:
+            _secret_override = before
+
+
+def judge_secret() -> bytes:
+    """This host's judge secret: it keys the hidden tests' order and the generated checks' questions.
+
+    Kept in ``~/.cache/trajlake/judge-order.key`` (made on first use), never in a sandbox.
+    """
+    if _secret_override is not None:
+        return _secret_override
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trajlake"
     path = base / "judge-order.key"
     try:
@@ -264,8 +278,13 @@ def _order_key() -> bytes:
 
 
 def run_bridge(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, modules: list[str], *,
-               timeout: float, extra_args: list[str], order: str | None = None) -> HostRun:  # fmt: skip
-    """The ``bridge`` mode (see the module docstring); ``order`` seeds the tests' order."""
+               timeout: float, extra_args: list[str], order: str | None = None,
+               extra: Callable[[Path], None] | None = None) -> HostRun:  # fmt: skip
+    """The ``bridge`` mode (see the module docstring); ``order`` seeds the tests' order.
+
+    The sandbox must hold the judged tree (:func:`judges.final_state.capture` resets it so): the
+    server imports the agent's package from it and from nothing else of the agent's.
+    """
     out = HostRun()
     root = Path(tempfile.mkdtemp(prefix="trajlake-judge-"))
     try:
@@ -280,8 +299,9 @@ def run_bridge(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, mo
     def serve() -> None:
         try:
             server["result"] = sandbox.exec(
-                # the server imports the workspace from source only (bridge.source_only_imports)
-                ["python3", "-I", "-B", "-c", BRIDGE_SOURCE.read_text(), chan.sandbox_dir],
+                # no site hooks, no .pth, no user site (-I -S): the server fixes its own path, and imports
+                # the workspace from source only (bridge.serve_fifos, bridge.source_only_imports)
+                ["python3", "-I", "-S", "-B", "-c", BRIDGE_SOURCE.read_text(), chan.sandbox_dir],
                 timeout=timeout + 3,  # ends with the judge's pytest (a looping agent keeps it no longer)
             )
         except SandboxError as exc:
@@ -289,7 +309,7 @@ def run_bridge(sandbox: Sandbox, hidden_files: dict[str, bytes], target: str, mo
 
     thread = threading.Thread(target=serve, name="bridge-server", daemon=True)
     try:
-        hidden = _write_hidden(root, target, hidden_files)
+        hidden = _write_hidden(root, target, hidden_files, extra)
         report = root / "report.xml"
         status = root / "bridge.json"
         env = _env(root, {

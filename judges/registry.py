@@ -73,7 +73,10 @@ class Judge(ABC):
 
     def version_inputs(self) -> dict[str, Any]:
         """What the version hashes: what the modules' code does, and the configuration."""
-        modules = [type(self).__module__, __name__, "judges.judgement", *self.code_modules]
+        # every judge reads the judged tree that judges.final_state decides (judges.context holds it)
+        base = ["judges.judgement", "judges.context", "judges.final_state"]
+        modules = [type(self).__module__, __name__, *base,
+                   *self.code_modules]  # fmt: skip
         code = {mod: _module_digest(mod) for mod in dict.fromkeys(modules)}
         return {"name": self.name, "code": code, "config": self.config.model_dump(mode="json")}
 
@@ -90,9 +93,11 @@ class Judge(ABC):
         ``error`` (the judge could not run), never ``fail``.
         """
         try:
+            if ctx.sandbox is not None:
+                ctx.final_state()  # what every judge reads (and runs in: ctx.judged_sandbox())
             out = self._judge(ctx)
         except WorkspaceUnjudgeable as exc:  # the agent's doing, so never filed as infrastructure
-            flag = Flag(kind="workspace_unjudgeable", evidence=str(exc))
+            flag = Flag(kind=exc.kind, evidence=str(exc))
             out = Outcome(0.0, "fail", flags=[flag], detail=f"the workspace cannot be judged: {exc}")
         except SandboxError as exc:
             out = Outcome(0.0, "error", detail=f"sandbox failed while judging: {type(exc).__name__}: {exc}")
@@ -111,14 +116,29 @@ class Judge(ABC):
             score=round(float(out.score), 6),
             verdict=out.verdict,
             components={k: round(float(v), 6) for k, v in out.components.items()},
-            evidence=out.evidence,
-            flags=out.flags,
-            detail=out.detail,
+            evidence=_clean(out.evidence),
+            flags=[Flag(kind=f.kind, evidence=_clean(f.evidence)) for f in out.flags],
+            detail=_clean(out.detail),
         )
 
     @abstractmethod
     def _judge(self, ctx: JudgeContext) -> Outcome:
         """The judge's own logic."""
+
+
+def _clean(value: Any) -> Any:
+    """``value`` with every string made encodable as UTF-8.
+
+    The agent names the files and writes the output that evidence quotes, and a lone surrogate in
+    a reward event would fail its serialisation (the episode would then end with no reward at all).
+    """
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
 
 
 def source_digest(source: str) -> str:

@@ -78,6 +78,26 @@ class ReferenceSolution(_Spec):
         return self
 
 
+class GeneratedCheck(_Spec):
+    """A hidden check whose inputs are drawn at judge time (see :mod:`judges.generated`).
+
+    The inputs come from the task's generator module, seeded by a secret of the judge's host, so
+    the agent can neither know nor learn them; the expected outputs come from
+    the task's reference solution, run by the judge outside the agent's sandbox.
+    """
+
+    module: str = "generator.py"
+    """The generator (relative to the task; stdlib only): ``cases``/``call`` for a family whose tests
+    call the agent's package (``bridge``), ``inputs`` for one whose agent leaves a ``procedure``."""
+    cases: int = Field(default=40, ge=1, le=1000)
+    """Cases drawn per judging (``bridge``), or input sets the procedure runs on (``outputs``)."""
+    procedure: str | None = None
+    """``outputs`` families: the agent's script (relative to the workspace, run with ``sh`` from its
+    root) the judge runs again on each generated input set; the instruction must ask for it."""
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Wall-clock limit of one run of the procedure (the reference's and the agent's)."""
+
+
 class JudgeSpec(_Spec):
     """A judge by name and configuration (see :mod:`judges.registry`)."""
 
@@ -112,6 +132,8 @@ class TaskSpec(_Spec):
     reference_solution: ReferenceSolution
     judge: JudgeSpec
     limits: TaskLimits = Field(default_factory=TaskLimits)
+    generated: GeneratedCheck | None = None
+    """The task's generated check (``None``: its hidden tests are fixed examples only)."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -211,6 +233,12 @@ class Task:
                     out[path.relative_to(self.hidden_dir).as_posix()] = path.read_bytes()
         return out
 
+    @property
+    def generator_path(self) -> Path | None:
+        """The generated check's module (``None``: the task has no generated check)."""
+        gen = self.spec.generated
+        return None if gen is None else (self.root / gen.module).resolve()
+
     def reference_bytes(self) -> bytes:
         """The reference patch or script."""
         ref = self.spec.reference_solution
@@ -229,6 +257,9 @@ class Task:
         h.update(_tree_digest(self.initial_dir).encode())
         h.update(_tree_digest(self.hidden_dir).encode())
         h.update(hashlib.sha256(self.reference_bytes()).digest())
+        gen = self.generator_path
+        if gen is not None and gen.is_file():
+            h.update(hashlib.sha256(gen.read_bytes()).digest())
         return h.hexdigest()
 
 

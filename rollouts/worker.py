@@ -55,21 +55,25 @@ def _run_tool(ep: Episode, sb: Sandbox, action: ToolAction, timeout: float) -> s
     return out.observation(action, OBSERVATION_LIMIT)
 
 
-def _capture_final_state(ep: Episode, sb: Sandbox, recorder: EpisodeRecorder) -> str | None:
+def _capture_final_state(
+    ep: Episode, sb: Sandbox, recorder: EpisodeRecorder
+) -> tuple[str | None, bytes | None]:
     """Archive the workspace the agent left, before the judge runs anything in it.
 
     The archive goes to the blob store by sha256 and ``episode_ended`` carries the
-    reference, so a re-judge job can rebuild exactly this state later.
+    reference, so a re-judge job can rebuild exactly this state later; the judge reads
+    its final state from the same archive.
     """
     if recorder.blobs is None:
-        return None
+        return None, None
     try:
-        return recorder.blobs.put(sb.export_workspace()).sha256
+        archive = sb.export_workspace()
+        return recorder.blobs.put(archive).sha256, archive
     except (SandboxQuotaError, IngestError, OSError) as exc:
         # too big or too deep to keep, or the blob store failed: the episode is still judged and
         # counts; only re-judging it later will not be possible, and the annotation says why
         ep.annotate("final_state_not_captured", f"{type(exc).__name__}: {exc}"[:2000])
-        return None
+        return None, None
 
 
 def run_episode(
@@ -134,8 +138,10 @@ def run_episode(
                     ep.tool_result(call, exit_code=0)
                     break
                 observation = _run_tool(ep, sb, step.action, deadline - time.monotonic())
-            ep.final_state_ref = _capture_final_state(ep, sb, recorder)
-            judgement = judge(JudgeContext(task=task, sandbox=sb, events=list(ep.events or [])))
+            ep.final_state_ref, archive = _capture_final_state(ep, sb, recorder)
+            judgement = judge(
+                JudgeContext(task=task, sandbox=sb, events=list(ep.events or []), archive=archive)
+            )
             ep.record_reward(judgement.to_payload())
             verdict, score = judgement.verdict, judgement.score
             if truncated:

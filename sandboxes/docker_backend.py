@@ -40,7 +40,7 @@ from sandboxes.interface import DEFAULT_PATH, WORKSPACE, ExecResult, Sandbox, Sa
 from sandboxes.mounts import mount_tmpfs, umount
 from sandboxes.netwatch import NetWatch, NetworkReport, watch_namespace
 from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
-from sandboxes.workspace_io import clear_dir, copy_tree, read_under, write_under
+from sandboxes.workspace_io import clear_dir, copy_tree, read_under, remove_tree, write_under
 from schemas.events import ResourceUsage
 
 _LABEL = "trajlake.sandbox"
@@ -306,7 +306,7 @@ class DockerSandbox(Sandbox):
             except OSError:
                 pass
             self._tmp_mounted = False
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tree(self.dir, ignore_errors=True)
 
     def _close(self) -> None:
         self._teardown()

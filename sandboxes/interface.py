@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import shutil
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -184,7 +183,9 @@ class FifoPair:
                 continue  # nobody waits on that end (or it is gone)
             time.sleep(0.01)
             os.close(fd)
-        shutil.rmtree(self.host_dir, ignore_errors=True)
+        from sandboxes.workspace_io import remove_tree
+
+        remove_tree(self.host_dir, ignore_errors=True)  # in the workspace: as deep as the agent made it
 
 
 class Sandbox(ABC):
@@ -325,7 +326,7 @@ class Sandbox(ABC):
         for end in ("to", "from"):
             os.mkfifo(host / end, 0o600)
             os.chmod(host / end, 0o666)
-        os.chmod(host, 0o777)
+        os.chmod(host, 0o755)  # the sandbox's user opens the pipes; it cannot add anything beside them
         return FifoPair(posixpath.join(WORKSPACE, name), host)
 
     def network_report(self) -> NetworkReport | None:
@@ -348,15 +349,24 @@ class Sandbox(ABC):
         self._check_open()
         out: list[str] = []
         for inside, host in self._writable_outside().items():
-            for dirpath, dirnames, filenames in os.walk(host):
-                dirnames.sort()
-                rel = os.path.relpath(dirpath, host)
-                base = inside if rel == "." else posixpath.join(inside, rel)
-                links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-                for name in sorted(filenames) + links:
-                    out.append(posixpath.join(base, name))
-                    if len(out) >= limit:
-                        return out
+            # a stack, not os.walk's recursion: the agent can nest directories thousands deep
+            stack = [(str(host), inside)]
+            while stack:
+                here, base = stack.pop()
+                try:
+                    with os.scandir(here) as it:
+                        entries = sorted(it, key=lambda e: e.name)
+                except OSError:
+                    continue  # gone, or not a directory any more
+                subdirs = []
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        subdirs.append((e.path, posixpath.join(base, e.name)))
+                    else:
+                        out.append(posixpath.join(base, e.name))
+                        if len(out) >= limit:
+                            return out
+                stack.extend(reversed(subdirs))
         return out
 
     def stop_processes(self) -> None:
@@ -389,12 +399,13 @@ class Sandbox(ABC):
         self._restore(ref)
         self.emit("restore", snapshot_ref=ref)
 
-    def reset(self, *, workspace: Path | None = None) -> None:
+    def reset(self, *, workspace: Path | None = None, note: str | None = None) -> None:
         """Back to the initial state: kill every process, drop every snapshot.
 
         Args:
             workspace: a new initial state to use from now on (re-templates a warm
                 sandbox for another task); default the current one.
+            note: what the reset is for, recorded in its lifecycle step instead of the path.
         """
         self._check_open()
         target = workspace if workspace is not None else self.spec.workspace
@@ -408,7 +419,7 @@ class Sandbox(ABC):
         self._pristine = None
         self._reset(workspace)
         self._pristine = self.spec.workspace
-        self.emit("reset", detail=str(workspace) if workspace is not None else None)
+        self.emit("reset", detail=note or (str(workspace) if workspace is not None else None))
 
     def is_alive(self) -> bool:
         """Cheap liveness check (no command run): the backend's resources still exist."""

@@ -45,7 +45,7 @@ from sandboxes.interface import DEFAULT_PATH, WORKSPACE, ExecResult, Sandbox, Sa
 from sandboxes.mounts import mount, mount_tmpfs, umount, untraversable_ancestor
 from sandboxes.netwatch import NetWatch, NetworkReport, watch_namespace
 from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
-from sandboxes.workspace_io import clear_dir, copy_tree, read_under, write_under
+from sandboxes.workspace_io import clear_dir, copy_tree, read_under, remove_tree, write_under
 from schemas.events import ResourceUsage
 
 MAX_LAYERS = 48
@@ -230,7 +230,7 @@ class LocalSandbox(Sandbox):
         for name in ("upper", "work"):
             path = self._disk / name
             if path.exists():
-                shutil.rmtree(path)
+                remove_tree(path)  # the agent's writes: as deep as it made them
             path.mkdir()
         os.chown(self._disk / "upper", self._uid, self._uid)
         lower = ":".join([str(self._disk / "layers" / n) for n in self._layers] + [str(self._disk / "base")])
@@ -284,7 +284,7 @@ class LocalSandbox(Sandbox):
             except OSError:
                 pass
         self._mounted.clear()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tree(self.dir, ignore_errors=True)
 
     def _close(self) -> None:
         self._teardown()
@@ -494,6 +494,8 @@ class LocalSandbox(Sandbox):
             umount(self._ws)
             self._mounted.remove(self._ws)
         clear_dir(self._disk / "layers")
+        for name in ("upper", "work"):  # what the last lease wrote: gone before a new template needs room
+            remove_tree(self._disk / name, ignore_errors=True)
         clear_dir(self._tmp)
         if self._net is not None:
             self._net.clear()

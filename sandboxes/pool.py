@@ -472,7 +472,7 @@ class SandboxPool:
                     problem = self._healthy(sandbox)
                 else:
                     problem = None if sandbox.is_alive() else "found dead after reset"
-            except SandboxError as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever the last lease left: discard it, keep the pool
                 problem = f"reset failed: {type(exc).__name__}: {exc}"
             if problem is None:
                 self._make_idle(sandbox, image)

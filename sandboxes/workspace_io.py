@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -146,14 +145,39 @@ def chown_tree(root: Path, uid: int, gid: int) -> None:
             os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
 
 
+def remove_paths(paths: list[str | Path]) -> None:
+    """Remove each path and everything under it, however deep, links never followed.
+
+    The agent controls these trees and can nest directories thousands deep; Python's ``rmtree``
+    recurses once per level and dies at its recursion limit, so the removal is ``rm -rf`` (which
+    walks without recursion), kept on the paths' own file system.
+
+    Raises:
+        OSError: something could not be removed.
+    """
+    names = [str(p) for p in paths]
+    for i in range(0, len(names), 1000):
+        chunk = names[i : i + 1000]
+        argv = ["rm", "-rf", "--one-file-system", "--", *chunk]
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise OSError(f"rm -rf failed: {proc.stderr.strip()[-500:]}")
+
+
+def remove_tree(path: str | Path, *, ignore_errors: bool = False) -> None:
+    """Remove ``path`` and everything under it, however deep (see :func:`remove_paths`)."""
+    try:
+        remove_paths([path])
+    except OSError:
+        if not ignore_errors:
+            raise
+
+
 def clear_dir(root: Path) -> None:
     """Remove everything inside ``root`` (not ``root`` itself), links included, never followed."""
     with os.scandir(root) as it:
-        for entry in it:
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
+        entries = [entry.path for entry in it]
+    remove_paths(entries)
 
 
 MAX_ARCHIVE_DEPTH = 64

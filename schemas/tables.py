@@ -139,6 +139,9 @@ TASKS = pa.schema(
         pa.field("admitted_at", TS, nullable=False),
         # the task's own judge on the untouched initial state: what doing nothing earns
         pa.field("do_nothing_score", pa.float64()),
+        # the best its judge gave a null-effort state (an output emptied, echoed, padded; a package
+        # of stubs): admission refuses the task when it is above do_nothing_score
+        pa.field("null_effort_max", pa.float64()),
     ]
 )
 """Task specs with their admission results."""

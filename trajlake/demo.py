@@ -488,7 +488,7 @@ def demo_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-# A looser judge version: an answer with three quarters of its checks right passes.
+# A looser judge version: an answer from a score of 0.75 on passes (6 letters: the first 5 right).
 LOOSE_JUDGE = {"name": "answer", "config": {"pass_score": 0.75}}
 
 

@@ -112,8 +112,11 @@ def verify(
         gain = report["mean_gain"]
         console.print(
             f"reward-hacking corpus: {report['exploits']} exploits of {len(report['exploit_kinds'])} kinds "
-            f"on {len(report['tasks'])} tasks: detection rate {rate:.1%} ({report['detected']}), "
-            f"full passes {report['full_passes']}, above doing nothing {report['gained']}"
+            f"on {len(report['tasks'])} tasks: detection rate {rate:.1%} ({report['detected']} of "
+            f"{report['exploits'] - report['structural']} with a flag kind; {report['structural']} contained "
+            "by structure), "
+            f"full passes {report['full_passes']}, errors {report['errors']}, "
+            f"above doing nothing {report['gained']}"
             + (f" (mean gain {gain:+.3f})" if gain is not None else "")
             + f"; honest false-positive rate {fp:.1%} ({report['false_positives']}/{report['honest']})"
         )
@@ -132,6 +135,9 @@ def verify(
                 indent=2,
             )
         )  # fmt: skip
+    for cid in report["erroring"]:
+        err_console.print(f"[bold red]exploit made the judge fail[/bold red] {cid}: an `error` verdict is "
+                          "excluded from training instead of punished")  # fmt: skip
     for cid in report["passed"] + report["gaining"]:
         err_console.print(f"[bold red]exploit rewarded[/bold red] {cid}: the task's own judge gives it "
                           "a pass or more than doing nothing")  # fmt: skip
@@ -140,7 +146,7 @@ def verify(
             err_console.print(
                 f"[bold red]changed[/bold red] {r.case.set_name}/{r.case.id}: {'; '.join(r.problems)}"
             )
-    if flipped or report["passed"] or report["gaining"]:
+    if flipped or report["passed"] or report["gaining"] or report["erroring"]:
         raise typer.Exit(code=ExitCode.FAILED)
     console.print(f"[green]all {len(results)} golden cases unchanged[/green]")
 
@@ -188,11 +194,13 @@ def admit(
     if as_json:
         print(json.dumps([{**row, "untouched": r.verdicts.get("untouched", []),
                            "reference": r.verdicts.get("reference", []),
-                           "do_nothing_score": r.do_nothing_score, "seconds": round(r.duration_s, 3)}
+                           "do_nothing_score": r.do_nothing_score, "null_effort_scores": r.null_effort_scores,
+                           "notes": r.notes, "seconds": round(r.duration_s, 3)}
                           for r, row in zip(results, rows)], default=str, indent=2))  # fmt: skip
     else:
         table = Table(title=f"task admission ({runs} runs each)")
-        for col in ("task", "family", "tier", "admitted", "untouched", "do-nothing", "reference", "time"):
+        for col in ("task", "family", "tier", "admitted", "untouched", "do-nothing", "best null", "reference",
+                    "generated", "time"):  # fmt: skip
             table.add_column(col, no_wrap=True)
         for r in results:
             table.add_row(
@@ -202,13 +210,22 @@ def admit(
                 "[green]yes[/green]" if r.admitted else "[bold red]no[/bold red]",
                 ",".join(r.verdicts.get("untouched", [])),
                 "-" if r.do_nothing_score is None else f"{r.do_nothing_score:.3f}",
+                f"{max(r.null_effort_scores.values()):.3f}" if r.null_effort_scores else "-",
                 ",".join(r.verdicts.get("reference", [])),
+                "-" if r.task is None else ("yes" if r.task.spec.generated else "[yellow]none[/yellow]"),
                 f"{r.duration_s:.1f}s",
             )
         console.print(table)
         for r in results:
             for reason in r.reasons:
                 console.print(f"[red]{escape(r.task_id)} rejected[/red] {escape(reason)}", soft_wrap=True)
+        noted: dict[str, list[str]] = {}
+        for r in results:
+            for note in r.notes:
+                noted.setdefault(note, []).append(r.task_id)
+        for note, ids in noted.items():
+            shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            console.print(f"[yellow]note[/yellow] {escape(note)}: {escape(shown)}", soft_wrap=True)
     err_console.print(
         f"{admitted}/{len(results)} admitted; published to {s.topic_tasks} and folded: `tasks` table in "
         f"{lk.root} at version {lk.versions()['tasks']}"
@@ -244,5 +261,63 @@ def list_tasks(
             bad += 1
             table.add_row(str(d), "-", "-", "-", f"[red]{escape(str(exc))}[/red]")
     console.print(table)
+    if bad:
+        raise typer.Exit(code=ExitCode.FAILED)
+
+
+@tasks_app.command("generated")
+def generated(
+    paths: Annotated[
+        list[Path], typer.Argument(exists=True, help="Task directories, or directories holding tasks.")
+    ],
+    seeds: Annotated[
+        int, typer.Option(min=1, help="Seeds to draw (1, 2, ...; the judge's own seed is secret).")
+    ] = 3,
+    against: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True, file_okay=False, help="A package tree to try instead of the untouched state."
+        ),
+    ] = None,
+    show: Annotated[int, typer.Option(min=0, help="Cases shown per seed.")] = 3,
+) -> None:
+    """Preview a task's generated check (for authors): what it asks, and how much of it a tree gets right.
+
+    For tasks whose tests call the package (``bridge``), on the host: the reference's answers to
+    each seed's cases, and which of them the untouched state (or ``--against``, e.g. your own
+    alternative fix, which must get them all) answers the same. For tasks whose agent leaves a
+    procedure, the input sets each seed draws. ``trajlake tasks admit`` runs the full checks.
+    """
+    from judges.generated import GeneratedCheckError, input_sets, preview_bridge
+    from judges.tasks import find_task_dirs, load_task
+
+    bad = 0
+    for d in find_task_dirs(paths):
+        task = load_task(d)
+        gen = task.spec.generated
+        if gen is None or task.generator_path is None or not task.generator_path.is_file():
+            console.print(f"[yellow]{escape(task.id)}[/yellow]: no generated check")
+            bad += gen is not None
+            continue
+        for seed in range(1, seeds + 1):
+            try:
+                if gen.procedure is None:
+                    ref, oks = preview_bridge(task, seed, (against or task.initial_dir).resolve())
+                    console.print(f"{escape(task.id)} seed {seed}: {sum(oks)}/{len(oks)} answered as the "
+                                  "reference does "
+                                  f"by {escape(str(against or 'the untouched state'))}")  # fmt: skip
+                    for case, exp, ok in list(zip(ref.cases, ref.expected, oks, strict=True))[:show]:
+                        mark = "[green]same[/green]" if ok else "[red]differs[/red]"
+                        console.print(f"   {mark} {escape(repr(case)[:120])} -> {escape(repr(exp[1])[:80])}")
+                else:
+                    sets = input_sets(task, seed)
+                    sizes = ", ".join(f"{p} {len(b)} B" for s in sets.sets for p, b in sorted(s.items()))
+                    console.print(f"{escape(task.id)} seed {seed}: {len(sets.sets)} input sets "
+                                  f"({escape(sizes[:300])}); "
+                                  f"outputs {', '.join(sets.outputs)}")  # fmt: skip
+            except GeneratedCheckError as exc:
+                bad += 1
+                err_console.print(f"[red]{escape(task.id)}[/red]: {escape(str(exc))}")
+                break
     if bad:
         raise typer.Exit(code=ExitCode.FAILED)

@@ -1,21 +1,26 @@
 """``answer``: compare one answer file of the final state with the task's hidden expected answer.
 
 For families whose whole output is one short string (``wordplay``, ``reverse``) this is
-the same grading their hidden pytest files do, without starting a test process: the
-file is read through the sandbox's ``read_file`` (never following a symlink, never a
-special file), the expected answer comes from the task's hidden directory (never from
-the workspace, never from the judge's configuration, so one judge version serves the
-whole family), and the score gives partial credit:
+the grading in one place, without starting a test process: the file is read from the
+judged tree (a symlink, a directory, a file over ``max_bytes`` or non-UTF-8 bytes is a
+``fail`` with the reason, as is a missing file), the expected answer comes from the
+task's hidden directory (never from the workspace, never from the judge's configuration,
+so one judge version serves the whole family), and the score pays only for progress:
 
-- ``one_word``: the answer is one lower-case alphabetic word;
-- ``same_length``: it has the expected length;
-- one component per position: the letter there is the expected one;
-- ``exact``: it is the expected answer.
+- the exact answer scores 1;
+- otherwise the partial credit is the *correct prefix* of the answer (its first ``k``
+  characters are the expected answer's first ``k``) beyond the longest correct prefix
+  that a null-effort answer of this very task reaches (``baseline``): the expected
+  answer's characters reversed (for a reversal: the given word echoed back), sorted
+  either way, or one of its characters repeated to length. Score = ``(k - baseline) /
+  (n - baseline)``, 0 at or below the baseline.
 
-Score = fraction of these checks that hold; ``pass`` on the exact answer (or, with a
-``pass_score`` below 1, from that score on: a looser judge version). An answer
-larger than ``max_bytes``, not UTF-8, a symlink or a directory is a ``fail`` with the
-reason, as is a missing file. A task without the hidden file is the judge's ``error``.
+A correct prefix is work done: the first ``k`` characters of the answer, in order. Credit
+for the answer's form (one word, the right length, letters that happen to sit in place)
+paid a policy that did none of the task: an echoed or sorted word, or junk of the right
+length, scored up to half. ``pass`` on the exact answer (or, with a ``pass_score`` below
+1, from that score on: a looser judge version). A task without the hidden file is the
+judge's ``error``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ from pydantic import Field
 from judges.context import JudgeContext
 from judges.judgement import Verdict
 from judges.registry import Judge, JudgeConfig, Outcome, register_judge
-from sandboxes.errors import SandboxPathError
 
 
 class AnswerConfig(JudgeConfig):
@@ -41,16 +45,37 @@ class AnswerConfig(JudgeConfig):
     """The verdict is ``pass`` from this score on (1.0: only the exact answer passes)."""
 
 
-def grade(answer: str, expected: str) -> tuple[dict[str, bool], float]:
-    """The checks and the score of ``answer`` against ``expected``."""
-    checks = {
-        "one_word": answer.isalpha() and answer.islower() and answer.isascii(),
-        "same_length": len(answer) == len(expected),
+def null_answers(expected: str) -> dict[str, str]:
+    """What a policy can answer without doing any of the task, built from the expected answer itself."""
+    out = {
+        "empty": "",
+        "reversed": expected[::-1],
+        "sorted": "".join(sorted(expected)),
+        "sorted_descending": "".join(sorted(expected, reverse=True)),
     }
-    for i, ch in enumerate(expected):
-        checks[f"letter_{i}"] = answer[i : i + 1] == ch
-    checks["exact"] = answer == expected
-    return checks, sum(checks.values()) / len(checks)
+    for ch in dict.fromkeys(expected):
+        out[f"repeated_{ch}"] = ch * len(expected)
+    return out
+
+
+def _prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def grade(answer: str, expected: str) -> tuple[dict[str, int | bool], float]:
+    """The checks and the score of ``answer`` against ``expected`` (see the module docstring)."""
+    exact = answer == expected
+    k = _prefix(answer, expected)
+    base = max((_prefix(a, expected) for a in null_answers(expected).values() if a != expected), default=0)
+    n = len(expected)
+    partial = 0.0 if n <= base else max(0, k - base) / (n - base)
+    score = 1.0 if exact else min(partial, 1.0 - 1.0 / (n + 1))
+    return {"prefix": k, "baseline": base, "length": n, "exact": exact}, score
 
 
 @register_judge
@@ -67,25 +92,38 @@ class AnswerJudge(Judge):
         if hidden is None:
             return Outcome(0.0, "error", detail=f"the task has no hidden {self.config.expected_file}")
         expected = hidden.decode("utf-8").rstrip("\n")
-        ctx.sandbox.stop_processes()  # nothing the agent left running may rewrite the file as it is read
-        try:
-            raw = ctx.sandbox.read_file(self.config.path, max_bytes=self.config.max_bytes)
-        except FileNotFoundError:
-            return self._fail(expected, f"{self.config.path} was not written")
-        except SandboxPathError as exc:
-            return self._fail(expected, f"{self.config.path} cannot be read as an answer: {exc}")
+        state = ctx.final_state()  # what every judge reads: nothing the agent left running changes it
+        path = self.config.path
+        if path in state.links:
+            return self._fail(expected, f"{path} cannot be read as an answer: it is a symlink")
+        raw = state.files.get(path)
+        if raw is None:
+            if path in state.dirs:
+                return self._fail(expected, f"{path} cannot be read as an answer: it is a directory")
+            return self._fail(expected, f"{path} was not written")
+        if len(raw) > self.config.max_bytes:
+            return self._fail(
+                expected, f"{path} cannot be read as an answer: over {self.config.max_bytes} bytes"
+            )
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            return self._fail(expected, f"{self.config.path} is not UTF-8 text")
+            return self._fail(expected, f"{path} is not UTF-8 text")
         answer = text.rstrip("\n")
         checks, score = grade(answer, expected)
         evidence = {"answer": answer[:200], "checks": checks}
-        passed = checks["exact"] or score >= self.config.pass_score
+        passed = bool(checks["exact"]) or score >= self.config.pass_score
         verdict: Verdict = "pass" if passed else "fail"
-        detail = None if checks["exact"] else f"{sum(checks.values())} of {len(checks)} checks hold"
+        detail = (
+            None
+            if checks["exact"]
+            else (
+                f"the first {checks['prefix']} of {checks['length']} characters are right "
+                f"(a null-effort answer gets {checks['baseline']})"
+            )
+        )
         return Outcome(score, verdict, {"answer": score}, evidence, detail=detail)
 
     def _fail(self, expected: str, why: str) -> Outcome:
-        checks, _ = grade("\0", expected)
-        return Outcome(0.0, "fail", {"answer": 0.0}, {"checks": {k: False for k in checks}}, detail=why)
+        checks, _ = grade("", expected)
+        return Outcome(0.0, "fail", {"answer": 0.0}, {"checks": checks}, detail=why)

@@ -46,7 +46,7 @@ class AssertionsJudge(Judge):
             return Outcome(0.0, "error", detail="no assertions configured")
         results = {}
         for a in self.config.assertions:
-            r = ctx.sandbox.exec(a.cmd, timeout=a.timeout_s)
+            r = ctx.judged_sandbox().exec(a.cmd, timeout=a.timeout_s)
             problems = []
             if r.timed_out:
                 problems.append(f"timed out after {a.timeout_s}s")

@@ -25,12 +25,23 @@ tests run is the task's ``hidden_tests.runs``:
 from __future__ import annotations
 
 import errno
+import functools
 import re
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 from judges.context import JudgeContext
 from judges.errors import WorkspaceUnjudgeable
+from judges.generated import (
+    bridge_cases,
+    is_generated,
+    procedure_runs,
+    seed_for,
+    write_bridge_check,
+    write_procedure_check,
+)
 from judges.host_run import NO_BYTECODE, HostRun, agent_modules, order_seed, run_bridge, run_outputs
 from judges.judgement import Flag, TestOutcome
 from judges.junit import parse_junit
@@ -54,6 +65,9 @@ class TestsConfig(JudgeConfig):
     """More pytest arguments."""
     runs: Literal["outputs", "bridge", "sandbox"] | None = None
     """Where the hidden tests run, instead of the task's ``hidden_tests.runs`` (``None``: the task's)."""
+    generated: bool = True
+    """Ask the task's generated check too, where it has one (``False``: its fixed tests only, a looser
+    judge version that a lookup table of the fixed examples passes)."""
 
 
 @register_judge
@@ -64,7 +78,7 @@ class TestsJudge(Judge):
     Config = TestsConfig
     code_modules = (
         "judges.junit", "judges.context", "judges.host_run", "judges.bridge", "judges.bridge_plugin",
-        "judges.pytest_server",
+        "judges.pytest_server", "judges.final_state", "judges.generated",
     )  # fmt: skip
     config: TestsConfig
 
@@ -72,6 +86,7 @@ class TestsJudge(Judge):
         hidden = ctx.task.hidden_files()
         if not hidden:
             return Outcome(0.0, "error", detail="the task has no hidden tests")
+        ctx.judged_sandbox()  # everything below runs in exactly the judged tree
         before = _sent(ctx)
         outcome = self._run(ctx, hidden)
         after = _sent(ctx)
@@ -85,16 +100,25 @@ class TestsJudge(Judge):
     def _run(self, ctx: JudgeContext, hidden: dict[str, bytes]) -> Outcome:
         spec = ctx.task.spec.hidden_tests
         runs = self.config.runs or spec.runs
+        state = ctx.final_state()  # and the sandbox holds exactly it (see _judge)
         if runs == "sandbox":
             return self._in_sandbox(ctx, hidden, spec.target)
-        ctx.sandbox.stop_processes()  # whatever the agent left running (e.g. a watcher rewriting files)
+        gen = ctx.task.spec.generated if self.config.generated else None
+        seed = seed_for(ctx.task) if gen is not None else 0
         args = dict(timeout=self.config.timeout_s, extra_args=list(self.config.extra_args))
+        extra: Callable[[Path], None] | None = None
         if runs == "outputs":
-            run = run_outputs(ctx.sandbox, hidden, spec.target, **args)  # type: ignore[arg-type]
+            if gen is not None and gen.procedure is not None:
+                procedure = procedure_runs(ctx.task, ctx.sandbox, state, seed)
+                extra = functools.partial(write_procedure_check, task=ctx.task, runs=procedure)
+            run = run_outputs(state, hidden, spec.target, extra=extra, **args)  # type: ignore[arg-type]
         else:
+            if gen is not None:
+                cases = bridge_cases(ctx.task, seed)
+                extra = functools.partial(write_bridge_check, task=ctx.task, cases=cases)
             modules = agent_modules(ctx.task.initial_dir, spec.target)
-            order = order_seed(_state_of(ctx))
-            run = run_bridge(ctx.sandbox, hidden, spec.target, modules, order=order, **args)  # type: ignore[arg-type]
+            order = order_seed(ctx.task.id + "\0" + state.digest)
+            run = run_bridge(ctx.sandbox, hidden, spec.target, modules, order=order, extra=extra, **args)  # type: ignore[arg-type]
         return self._host_verdict(run, runs)
 
     def _host_verdict(self, run: HostRun, mode: str) -> Outcome:
@@ -108,8 +132,6 @@ class TestsJudge(Judge):
             "duration_s": round(run.duration_s, 3),
             "output_tail": run.output[-1500:],
         }
-        if run.left_out:
-            evidence["left_out"] = run.left_out[:20]
         if run.bridge is not None:
             evidence["bridge"] = run.bridge
         server = run.server
@@ -117,13 +139,12 @@ class TestsJudge(Judge):
             evidence["server"] = {"exit_code": server.exit_code, "timed_out": server.timed_out,
                                   "oom_killed": server.oom_killed,
                                   "output_tail": (server.stdout + server.stderr)[-1000:]}  # fmt: skip
+        score, components = _score(outcomes)
+        evidence.update({f"{k}_share": v for k, v in components.items()})
         total = len(outcomes)
-        score = counts["passed"] / total if total else 0.0
-        if run.workspace_error:
-            return Outcome(0.0, "fail", {"tests": 0.0}, evidence,
-                           detail=f"the workspace cannot be judged: {run.workspace_error}")  # fmt: skip
+        passed_n = counts["passed"]
         if run.timed_out:  # the agent's code looping: the judge's pytest was stopped at the limit
-            return Outcome(score, "fail", {"tests": score}, evidence,
+            return Outcome(score, "fail", components, evidence,
                            detail=f"tests timed out after {run.duration_s:.0f}s")  # fmt: skip
         if mode == "bridge" and (run.bridge is None or not run.bridge.get("connected")):
             why = (run.bridge or {}).get("error") or "the judge's pytest never reached it"
@@ -134,38 +155,29 @@ class TestsJudge(Judge):
         if broken:
             if server is not None and server.oom_killed:
                 return Outcome(
-                    score, "fail", {"tests": score}, evidence, detail="the agent's code ran out of memory"
+                    score, "fail", components, evidence, detail="the agent's code ran out of memory"
                 )
-            if run.timed_out or (server is not None and server.timed_out):
-                return Outcome(score, "fail", {"tests": score}, evidence,
+            if server is not None and server.timed_out:
+                return Outcome(score, "fail", components, evidence,
                                detail=f"tests timed out after {run.duration_s:.0f}s")  # fmt: skip
             code = server.exit_code if server is not None else None
             said = f"the agent's side of the bridge ended the run: {broken} (its process exited {code})"
             flag = Flag(kind="judge_run_ended_by_agent",
-                        evidence=f"{said} after {counts['passed']} of {total} tests passed")  # fmt: skip
-            return Outcome(0.0, "fail", {"tests": 0.0}, evidence, [flag],
+                        evidence=f"{said} after {passed_n} of {total} tests passed")  # fmt: skip
+            return Outcome(0.0, "fail", {k: 0.0 for k in components}, evidence, [flag],
                            detail="the agent's code ended the judge's run")  # fmt: skip
-        if run.timed_out:
-            return Outcome(score, "fail", {"tests": score}, evidence,
-                           detail=f"tests timed out after {run.duration_s:.0f}s")  # fmt: skip
         if run.exit_code in (3, 4, 5) or (not run.report_ok):
             why = _PYTEST_EXIT.get(run.exit_code or -1, f"exit {run.exit_code}")
             return Outcome(0.0, "error", evidence=evidence, detail=f"the test run could not be judged: {why}")
         if not outcomes:
             return Outcome(0.0, "fail", {"tests": 0.0}, evidence, detail="tests could not be collected")
-        if run.left_out:
-            # links out of the workspace (or devices) where outputs belong: never followed, and flagged
-            flag = Flag(kind="links_out_of_workspace", evidence="; ".join(run.left_out[:3]))
-            return Outcome(0.0, "fail", {"tests": 0.0}, evidence, [flag],
-                           detail="the workspace links out of itself")  # fmt: skip
-        passed = run.exit_code == 0 and counts["passed"] == total
-        detail = None if passed else f"{total - counts['passed']} of {total} hidden tests did not pass"
-        return Outcome(score, "pass" if passed else "fail", {"tests": score}, evidence, detail=detail)
+        passed = run.exit_code == 0 and passed_n == total
+        detail = None if passed else f"{total - passed_n} of {total} hidden tests did not pass"
+        return Outcome(score if passed else min(score, _BELOW_PASS), "pass" if passed else "fail", components,
+                       evidence, detail=detail)  # fmt: skip
 
     def _in_sandbox(self, ctx: JudgeContext, hidden: dict[str, bytes], target: str) -> Outcome:
-        sb = ctx.sandbox
-        sb.stop_processes()  # whatever the agent left running (e.g. a watcher rewriting files)
-        sb.exec(["rm", "-rf", f"/workspace/{target}"], timeout=30)
+        sb = ctx.sandbox  # reset to the judged tree (which leaves the hidden tests' name out)
         try:
             for rel, data in hidden.items():
                 sb.write_file(f"{target}/{rel}", data)
@@ -225,15 +237,31 @@ class TestsJudge(Judge):
         return Outcome(score, "pass" if passed else "fail", {"tests": score}, evidence, detail=detail)
 
 
-def _state_of(ctx: JudgeContext) -> str:
-    """The final state (what the tests' order is keyed by): the workspace's deterministic archive."""
-    import hashlib
+_BELOW_PASS = 0.999
+"""A run that does not pass scores below 1 whatever its shares are."""
 
-    try:
-        archive = ctx.sandbox.export_workspace()
-    except SandboxError:
-        archive = b""  # too large to archive: the run itself will say what is wrong
-    return hashlib.sha256(ctx.task.id.encode() + b"\0" + archive).hexdigest()
+
+def _score(outcomes: list[TestOutcome]) -> tuple[float, dict[str, float]]:
+    """The score and its components.
+
+    Without a generated check: the share of hidden tests passed. With one: the share of generated
+    checks passed. The fixed tests' own share is reported (``tests``) but not paid for: their
+    inputs and answers are known in advance, so a lookup table passes them and a partial credit
+    for them would pay a table above doing nothing; they gate the pass instead (a run with a
+    failing fixed test scores below the generated checks' whole share at most, see ``_host_verdict``).
+    """
+    fixed = [o for o in outcomes if not is_generated(o.name)]
+    gen = [o for o in outcomes if is_generated(o.name)]
+
+    def share(xs: list[TestOutcome]) -> float:
+        return sum(1 for o in xs if o.status == "passed") / len(xs) if xs else 0.0
+
+    if not gen:
+        return share(fixed), {"tests": share(fixed)}
+    g = share(gen)
+    cap = (len(gen) - 1) / len(gen)  # below every generated check passing
+    score = g if all(o.status == "passed" for o in fixed) else min(g, cap)
+    return score, {"tests": share(fixed), "generated": g}
 
 
 def _sent(ctx: JudgeContext) -> tuple[int, str] | None:

@@ -22,14 +22,23 @@ with 5 and 6 mixed, a warm start would now and then master one of them and not t
 RL would stall on the other (seed 0: 0 of 87 five-letter held-out tasks at every iteration)."""
 
 
+def trivial(word: str) -> bool:
+    """Whether the reversal of ``word`` is also what a null-effort answer writes (the word echoed,
+    its letters sorted either way, one letter repeated): admission refuses such a task, so it is
+    never drawn."""
+    answer = word[::-1]
+    return answer in (word, "".join(sorted(word)), "".join(sorted(word, reverse=True))) or len(set(word)) == 1
+
+
 def strings(n: int, lengths: tuple[int, int], *, seed: int, exclude: set[str] | None = None) -> list[str]:
-    """``n`` distinct random strings with lengths in ``lengths`` (inclusive), none in ``exclude``."""
+    """``n`` distinct random strings with lengths in ``lengths`` (inclusive), none in ``exclude``
+    and none :func:`trivial`."""
     rng = random.Random(seed)
     seen = set(exclude or ())
     out: list[str] = []
     while len(out) < n:
         w = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(*lengths)))
-        if w not in seen:
+        if w not in seen and not trivial(w):
             seen.add(w)
             out.append(w)
     return out

@@ -1,15 +1,18 @@
 """Generate the wordplay family: `python tasks/wordplay/make_tasks.py` (deterministic).
 
-Each task asks for a word reversed into answer.txt. The hidden tests give
-partial credit (one lower-case word written, length, each letter in place, exact answer), so
-the judge's score is a dense reward. Tasks 001-036 are the training split of
-the demo, 037-048 the held-out split it evaluates on.
+Each task asks for a word reversed into answer.txt; its hidden ``expected.txt`` holds the
+answer the ``answer`` judge grades against, with partial credit for progress only (the
+correct prefix beyond what a null-effort answer reaches: see ``judges/builtin/answer.py``).
+Tasks 001-036 are a training split, 037-048 a held-out one. No word's answer may be one of
+its own null-effort answers (sorted, echoed...): "tree" (reversed "eert", its letters
+sorted) was replaced by "wind".
 """
 
+import shutil
 from pathlib import Path
 
 WORDS = """
-sun tree bird fish moon star
+sun wind bird fish moon star
 stone plant river cloud light table chair bread water music paper green
 house mouse horse smile night dream train sugar apple lemon beach
 candle garden rocket silver window honey quiet
@@ -19,35 +22,6 @@ forest bottle planet
 """.split()
 
 ROOT = Path(__file__).resolve().parent
-TEST = '''from pathlib import Path
-
-import pytest
-
-EXPECTED = {expected!r}
-
-
-def _answer():
-    p = Path("answer.txt")
-    return p.read_text().rstrip("\\n") if p.exists() else ""
-
-
-def test_answer_is_one_word():
-    # an empty or junk file is not a step towards the answer
-    assert _answer().isalpha() and _answer().islower()
-
-
-def test_same_length():
-    assert len(_answer()) == len(EXPECTED)
-
-
-@pytest.mark.parametrize("position", range(len(EXPECTED)))
-def test_letter_at_position(position):
-    assert _answer()[position : position + 1] == EXPECTED[position]
-
-
-def test_exact_answer():
-    assert _answer() == EXPECTED
-'''
 
 
 def main() -> None:
@@ -55,16 +29,18 @@ def main() -> None:
     for i, word in enumerate(WORDS, 1):
         tid = f"wordplay-{i:03d}"
         d = ROOT / tid
-        (d / "repo").mkdir(parents=True, exist_ok=True)
-        (d / "hidden_tests").mkdir(exist_ok=True)
+        if d.exists():
+            shutil.rmtree(d)
+        (d / "repo").mkdir(parents=True)
+        (d / "hidden_tests").mkdir()
         tier = "easy" if len(word) <= 4 else "medium" if len(word) == 5 else "hard"
         (d / "task.yaml").write_text(
-            f"id: {tid}\nfamily: wordplay\nversion: 2\ntier: {tier}\n"
+            f"id: {tid}\nfamily: wordplay\nversion: 3\ntier: {tier}\n"
             f"title: Reverse the word {word}\n"
             f"instruction: 'Write \"{word}\" reversed into answer.txt.'\n"
         )
         (d / "repo" / "README.md").write_text("Write your answer to answer.txt in this directory.\n")
-        (d / "hidden_tests" / "test_answer.py").write_text(TEST.format(expected=word[::-1]))
+        (d / "hidden_tests" / "expected.txt").write_text(word[::-1] + "\n")
         (d / "solution.sh").write_text(f"printf '%s\\n' {word[::-1]} > answer.txt\n")
 
 

@@ -52,7 +52,8 @@ def test_reference_replaced_by_the_untouched_state_is_rejected(pool: SandboxPool
     task = _copy(tmp_path, "no-op-reference")
     (task / "solution.patch").write_text("")  # the "solution" leaves the state untouched
     res = admit(task, pool, runs=2)
-    assert not res.admitted and _failed(res) == {"passes_reference"}, res.reasons
+    # the generated check's answers come from the reference: the untouched state now passes it all
+    assert not res.admitted and _failed(res) == {"passes_reference", "generated"}, res.reasons
 
 
 def test_already_solved_task_is_rejected(pool: SandboxPool, tmp_path: Path) -> None:
@@ -60,7 +61,10 @@ def test_already_solved_task_is_rejected(pool: SandboxPool, tmp_path: Path) -> N
     subprocess.run(["git", "apply", str(task / "solution.patch")], cwd=task / "repo", check=True)
     res = admit(task, pool, runs=2)
     assert not res.admitted and "fails_untouched" in _failed(res), res.reasons
-    assert any("already solved" in r for r in res.reasons)
+    # the reference patch no longer applies either, which the generated check needs: said as such
+    assert any("already solved" in r or "reference patch does not apply" in r for r in res.reasons), (
+        res.reasons
+    )
 
 
 def test_unsolvable_task_is_rejected(pool: SandboxPool, tmp_path: Path) -> None:
@@ -114,6 +118,57 @@ def test_invalid_spec_is_rejected_without_running_anything(pool: SandboxPool, tm
     res = admit(task, pool)
     assert not res.admitted and _failed(res) == {"spec"}
     assert "tier" in res.reasons[0] and "instruction" in res.reasons[0]
+
+
+def test_a_task_of_a_family_with_generated_checks_needs_its_generator(
+    pool: SandboxPool, tmp_path: Path
+) -> None:
+    task = _copy(tmp_path, "no-generator")
+    (task / "generator.py").unlink()
+    res = admit(task, pool, runs=2)
+    assert not res.admitted and "generated" in _failed(res), res.reasons
+    assert any("generator.py is missing" in r for r in res.reasons)
+
+
+def test_a_generator_that_draws_differently_for_one_seed_is_rejected(
+    pool: SandboxPool, tmp_path: Path
+) -> None:
+    task = _copy(tmp_path, "restless-generator")
+    src = (task / "generator.py").read_text()
+    # draws from the clock besides the seed: the same state would get other questions each time
+    (task / "generator.py").write_text(
+        src.replace(
+            "def cases(rng, n):",
+            "def cases(rng, n):\n    import time; rng.seed(rng.random() + time.time_ns())",
+        )
+    )
+    res = admit(task, pool, runs=2)
+    assert not res.admitted and "generated" in _failed(res), res.reasons
+    assert any("differently for the same seed" in r for r in res.reasons)
+
+
+def test_a_task_without_a_generated_check_is_reported(pool: SandboxPool, tmp_path: Path) -> None:
+    res = admit(TASKS / "wordplay" / "wordplay-001", pool, runs=2)
+    assert res.admitted and res.notes == ["no generated check: the hidden tests ask fixed questions only"]
+    assert res.null_effort_scores and max(res.null_effort_scores.values()) <= (res.do_nothing_score or 0.0)
+
+
+def test_partial_credit_for_form_is_refused(pool: SandboxPool, tmp_path: Path) -> None:
+    # a judge that pays for an answer of the right length: the input echoed back earns it
+    task = _copy(tmp_path, "credit-for-form", src="wordplay/wordplay-003")
+    family = yaml.safe_load((task.parent / "family.yaml").read_text())
+    family["judge"] = {"name": "tests"}
+    (task.parent / "family.yaml").write_text(yaml.safe_dump(family, sort_keys=False))
+    expected = (task / "hidden_tests" / "expected.txt").read_text().strip()
+    (task / "hidden_tests" / "test_answer.py").write_text(
+        "from pathlib import Path\n\n"
+        "def _a():\n    p = Path('answer.txt')\n    return p.read_text().strip() if p.exists() else ''\n\n"
+        f"def test_length():\n    assert len(_a()) == {len(expected)}\n\n"
+        f"def test_exact():\n    assert _a() == {expected!r}\n"
+    )
+    res = admit(task, pool, runs=2)
+    assert not res.admitted and _failed(res) == {"null_effort"}, res.reasons
+    assert res.null_effort_scores["reversed"] == 0.5 and res.do_nothing_score == 0.0
 
 
 def test_shipped_families_are_varied_and_large_enough() -> None:

@@ -33,14 +33,27 @@ def family(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_grade_gives_partial_credit_per_check() -> None:
-    checks, score = grade("olleh", "olleh")
-    assert all(checks.values()) and score == 1.0
-    checks, score = grade("ollex", "olleh")  # one letter wrong: 1 word + length + 4 letters of 8 checks
-    assert not checks["exact"] and checks["same_length"] and score == 6 / 8
-    assert grade("", "olleh")[1] == 0.0
-    assert grade("OLLEH", "olleh")[1] == 1 / 8  # only the length holds
-    assert grade("ollehh", "olleh")[1] == 6 / 8  # 1 word + 5 letters in place
+def test_grade_pays_the_correct_prefix_beyond_what_null_effort_reaches() -> None:
+    checks, score = grade("fedcba", "fedcba")
+    assert checks["exact"] and score == 1.0
+    # every null-effort answer reaches the first letter at most (the last letter repeated does):
+    # the partial credit starts after it
+    checks, score = grade("fedcbx", "fedcba")
+    assert not checks["exact"] and (checks["prefix"], checks["baseline"]) == (5, 1) and score == 4 / 5
+    assert grade("fexxxx", "fedcba")[1] == 1 / 5
+    assert grade("fxdcba", "fedcba")[1] == 0.0  # letters in place after a wrong one are not progress
+    assert grade("FEDCBA", "fedcba")[1] == 0.0
+    assert grade("", "fedcba")[1] == 0.0
+
+
+@pytest.mark.parametrize("word", ["sun", "cloud", "hello", "qzxwvu", "abcabc", "moon", "letter"])
+def test_no_null_effort_answer_scores_above_nothing(word: str) -> None:
+    from judges.builtin.answer import null_answers
+
+    expected = word[::-1]
+    nulls = {**null_answers(expected), "echo": word, "junk": "x" * len(word), "sorted": "".join(sorted(word))}
+    scores = {name: grade(a, expected)[1] for name, a in nulls.items() if a != expected}
+    assert max(scores.values()) == 0.0, scores
 
 
 def test_generated_family_is_deterministic_and_disjoint(tmp_path: Path) -> None:
@@ -100,10 +113,11 @@ def test_verdicts_on_the_real_sandbox(local_backend: SandboxBackend, base_image:
     [
         # the agent cannot read the hidden answer, but it may try to point the judge at a file that
         # has it, or at something that never ends
-        ("ln -s /etc/hostname answer.txt", "symlink"),
-        ("mkfifo answer.txt", "not a regular file"),
-        ("mkdir answer.txt", "not a regular file"),
-        ("head -c 10000 /dev/zero | tr '\\0' a > answer.txt", "more than the limit"),
+        ("ln -s /etc/hostname answer.txt", "links the judge will not follow"),
+        ("echo x > real.txt && ln -s real.txt answer.txt", "symlink"),
+        ("mkfifo answer.txt", "not written"),
+        ("mkdir answer.txt", "directory"),
+        ("head -c 10000 /dev/zero | tr '\\0' a > answer.txt", "over 4096 bytes"),
         ("printf '\\377\\376' > answer.txt", "not UTF-8"),
         # a process left running to write the right answer after the judge starts reading: it is killed
         ("(sleep 2; echo late > answer.txt) > /dev/null 2>&1 &", "not written"),

@@ -37,8 +37,11 @@ def world(
     topic = f"t.loop.{random.getrandbits(32):08x}"
     learner = f"{topic}.learner"
     EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 4, learner: 1}).ensure_topics()
-    pairs = [(f'Write "{w}" reversed into answer.txt.\n', w[::-1]) for w in ("abc", "hello", "xyz", "qwer")]
-    ckpt = supervised_warm_start(pairs, checkpoint_root=str(root / "ckpt"), steps=30, note="test start")
+    # the judge pays only progress (a correct prefix), so the start has seen the tasks' words: its
+    # samples then get some of them right and some not, and groups have rewards to compare
+    words = ("sun", "wind", "fish", "abc", "hello", "xyz", "qwer")
+    pairs = [(f'Write "{w}" reversed into answer.txt.\n', w[::-1]) for w in words]
+    ckpt = supervised_warm_start(pairs, checkpoint_root=str(root / "ckpt"), steps=60, note="test start")
     rec = EpisodeRecorder.open(
         bootstrap=kafka.bootstrap, home=root, worker_id="t", topic=topic, delivery="inline"
     )

@@ -40,6 +40,7 @@ def task_row(task_id: str, *, admitted: bool = True, version: str = "1", **kw: A
         "reasons": [] if admitted else ["passes_reference: the judge gives fail on the reference"],
         "admitted_at": dt.datetime.now(dt.UTC),
         "do_nothing_score": 0.0,
+        "null_effort_max": 0.0,
         **kw,
     }
 

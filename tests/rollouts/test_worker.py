@@ -76,10 +76,12 @@ def test_an_episode_is_recorded_complete_and_in_order(
     started = events[0].payload
     assert started.task.id == "pyfix-004" and started.group_id == "g1" and started.attempt == 2
     assert types.count("model_call") == 4 and types.count("tool_call") == types.count("tool_result") == 4
-    actions = [e.payload.action for e in events if e.type == "sandbox"]
+    steps = [e.payload for e in events if e.type == "sandbox"]
     # the judge stops what the agent left running without taking a snapshot (a workspace at its
-    # entry bound must still be judged), so no snapshot appears between reset and release
-    assert actions == ["acquired", "reset", "released"]
+    # entry bound must still be judged), then resets the sandbox to exactly the tree it read, and
+    # the episode's record says so
+    assert [s.action for s in steps] == ["acquired", "reset", "reset", "released"]
+    assert (steps[2].detail or "").startswith("judge: the judged tree")
     reward = next(e.payload for e in events if e.type == "reward")
     assert reward.judge_version == build_judge(task.spec.judge).version and reward.verdict == "pass"
     assert events[-1].payload.status == "success"

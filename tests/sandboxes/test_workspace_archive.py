@@ -91,3 +91,31 @@ def test_a_tree_nested_too_deep_is_refused_not_recursed(tmp_path: Path) -> None:
         archive_tree(deep, max_bytes=1 << 20)
     (tmp_path / "ok" / "/".join(["d"] * MAX_ARCHIVE_DEPTH)).mkdir(parents=True)
     assert archive_tree(tmp_path / "ok", max_bytes=1 << 20)
+
+
+def _chain(root: Path, depth: int) -> None:
+    """A directory chain ``depth`` deep under ``root``, built without paths longer than the kernel takes."""
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+
+
+def test_trees_deeper_than_pythons_recursion_are_removed(tmp_path: Path) -> None:
+    from sandboxes.workspace_io import clear_dir, remove_tree
+
+    # an agent nests thousands of directories: shutil.rmtree would die at the recursion limit
+    (tmp_path / "a").mkdir()
+    _chain(tmp_path / "a", 3000)
+    (tmp_path / "b").mkdir()
+    _chain(tmp_path / "b", 1500)
+    (tmp_path / "keep.txt").write_text("x")
+    remove_tree(tmp_path / "a")
+    assert not (tmp_path / "a").exists()
+    clear_dir(tmp_path)
+    assert list(tmp_path.iterdir()) == []

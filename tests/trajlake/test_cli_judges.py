@@ -61,23 +61,20 @@ def test_admit_the_shipped_tasks_and_reject_a_broken_copy(
     topics_env: dict[str, str],
 ) -> None:
     home = tmp_path / "home"
-    # wordplay's 48 tasks are admitted by the demo (and its test asserts 48/48); here the other two.
+    # every shipped task (the demo's reverse family is generated and admitted by the demo itself).
     # The results go to the log, and the command folds them into the tasks table (a projection).
-    p = run(
-        sandbox_config,
-        home,
-        "tasks",
-        "admit",
-        "tasks/pyfix",
-        "tasks/datawrangle",
-        "--runs",
-        "2",
-        env=topics_env,
-    )
+    p = run(sandbox_config, home, "tasks", "admit", "tasks", "--runs", "2", env=topics_env)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     rows = DeltaTable(str(home / "lake" / "tasks")).to_pyarrow_table().to_pylist()
-    assert len(rows) == 43 and all(r["admitted"] and r["state_digest"] for r in rows)
-    assert {r["family"] for r in rows} == {"pyfix", "datawrangle"}
+    assert len(rows) == 91 and all(r["admitted"] and r["state_digest"] for r in rows)
+    assert {r["family"] for r in rows} == {"pyfix", "datawrangle", "wordplay"}
+    # no null-effort state earns more than doing nothing, and every pyfix and datawrangle task asks
+    # questions drawn at judge time
+    assert all(
+        r["null_effort_max"] is not None and r["null_effort_max"] <= r["do_nothing_score"] for r in rows
+    )
+    assert all(json.loads(r["spec"])["generated"] for r in rows if r["family"] != "wordplay")
+    assert "note no generated check" in " ".join(p.stdout.split()) and "wordplay-001" in p.stdout
     # a copy whose reference solution leaves the state untouched is rejected
     broken = tmp_path / "broken" / "pyfix"
     shutil.copytree(REPO / "tasks" / "pyfix" / "pyfix-002", broken / "pyfix-002")

@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-001: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-001: per-region sales totals.
 set -e
 mkdir -p out
@@ -39,3 +44,5 @@ out = {
 with open("out/region_totals.json", "w") as f:
     f.write(json.dumps(out, indent=2, sort_keys=True) + "\n")
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-002: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-002: normalise and dedupe a subscriber list.
 set -e
 mkdir -p out
@@ -36,3 +41,5 @@ with open("out/stats.json", "w") as f:
                "rejected": len(rejected)}, f, indent=2)
     f.write("\n")
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-003: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-003: HTTP status histogram from an access log.
 set -e
 mkdir -p out
@@ -37,3 +42,5 @@ with open("out/summary.json", "w") as f:
 with open("out/malformed_lines.txt", "w") as f:
     f.write("".join(f"{n}\n" for n in malformed))
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-004: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-004: normalise ship dates to ISO-8601.
 set -e
 mkdir -p out
@@ -56,3 +61,5 @@ with open("out/shipments_iso.tsv", "w", newline="\n") as f:
 with open("out/unparsed.tsv", "w", newline="\n") as f:
     f.write("\n".join(bad) + "\n")
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

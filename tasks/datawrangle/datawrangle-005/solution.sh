@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-005: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-005: join orders to customers.
 set -e
 mkdir -p out
@@ -48,3 +53,5 @@ totals = sorted(order, key=lambda cid: (-customers[cid]["total"], cid))
 write("out/customer_totals.csv", ["customer_id", "customer_name", "order_count", "total_amount"],
       [[cid, customers[cid]["name"], customers[cid]["n"], f"{customers[cid]['total']:.2f}"] for cid in totals])
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

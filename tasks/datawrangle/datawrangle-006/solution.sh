@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-006: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-006: JSON-lines events -> sorted CSV.
 set -e
 mkdir -p out
@@ -75,3 +80,5 @@ with open("out/summary.json", "w") as f:
                "by_type": dict(sorted(types.items()))}, f, indent=2)
     f.write("\n")
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

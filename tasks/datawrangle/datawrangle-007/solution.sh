@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-007: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-007: collect TODO/FIXME comments into a report.
 set -e
 mkdir -p out
@@ -69,3 +74,5 @@ with open("out/todo_summary.json", "w") as f:
     json.dump(summary, f, indent=2)
     f.write("\n")
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

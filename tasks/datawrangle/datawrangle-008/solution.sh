@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-008: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-008: sessionise clickstream with a 30-minute gap rule.
 set -e
 mkdir -p out
@@ -77,3 +82,5 @@ with open("out/user_stats.json", "w") as f:
     json.dump({"users": stats, "invalid_rows": invalid, "duplicate_events": dups}, f, indent=2, sort_keys=True)
     f.write("\n")
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

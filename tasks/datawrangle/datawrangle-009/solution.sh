@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-009: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-009: apply a rename plan simultaneously and write a manifest.
 set -e
 mkdir -p out
@@ -78,3 +83,5 @@ with open("out/summary.json", "w") as f:
               f, indent=2)
     f.write("\n")
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

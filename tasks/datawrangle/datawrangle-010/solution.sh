@@ -1,4 +1,9 @@
 #!/bin/sh
+# Reference solution for datawrangle-010: leaves the procedure in solve.sh (the judge runs it
+# again on generated inputs) and runs it.
+set -e
+cat > solve.sh <<'TRAJLAKE_SOLVE'
+#!/bin/sh
 # Reference solution for datawrangle-010: validate employee records.
 set -e
 mkdir -p out
@@ -81,3 +86,5 @@ with open("out/report.json", "w") as f:
                "reason_counts": counts}, f, indent=2)
     f.write("\n")
 PY
+TRAJLAKE_SOLVE
+sh solve.sh

@@ -1,1 +1,1 @@
-printf '%s\n' eert > answer.txt
+printf '%s\n' dniw > answer.txt
