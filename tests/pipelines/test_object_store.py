@@ -66,12 +66,12 @@ def _together(bootstrap: str, root: str, options: dict[str, str], runner: str = 
         assert p.returncode == 0, out[-3000:]
 
 
-@pytest.mark.timeout(1200)  # six pipeline runs, four of them on S3 (s3proxy), in small batches
+@pytest.mark.timeout(1200)  # six pipeline runs, three of them on S3 (s3proxy), in small batches
 def test_an_s3_lake_equals_a_local_one_and_two_writers_lose_and_duplicate_nothing(
     fresh_broker: EmbeddedKafka, s3: S3Proxy, tmp_path: Path
 ) -> None:
     fresh_broker.start()
-    wl = make_workload(n_episodes=30, seed=21, steps_per_episode=4)
+    wl = make_workload(n_episodes=16, seed=21, steps_per_episode=4)
     produce(fresh_broker.bootstrap, wl.phase1 + wl.phase2)
     bucket = s3.bucket("lakes")
     opts = s3.storage_options()
@@ -86,10 +86,10 @@ def test_an_s3_lake_equals_a_local_one_and_two_writers_lose_and_duplicate_nothin
         (s3.data / "lakes" / "one" / "_staging").iterdir()
     )
 
-    # two pipelines together, on a local lake and on an S3 lake, on the local runner and on Dask
+    # two pipelines together, on a local lake with the local runner and on an S3 lake with Dask
+    # (whose workers stage and commit through S3: the Dask runner writes the S3 lake too)
     for root, options, runner in (
         (str(tmp_path / "two"), {}, "local"),
-        (f"{bucket}/two", opts, "local"),
         (f"{bucket}/two-dask", opts, "dask"),
     ):
         _together(fresh_broker.bootstrap, root, options, runner)
@@ -105,12 +105,6 @@ def test_an_s3_lake_equals_a_local_one_and_two_writers_lose_and_duplicate_nothin
     on_s3 = load_samples(DatasetSpec(lake=one.lake_root, judge_name="tests", storage_options=opts))
     here = load_samples(DatasetSpec(lake=local.lake_root, judge_name="tests"))
     assert on_s3.table.equals(here.table) and on_s3.skipped == here.skipped and sum(here.skipped.values()) > 0
-
-    # the Dask runner writes the S3 lake too (its workers stage and commit through S3)
-    dask = PipelineConfig(bootstrap=fresh_broker.bootstrap, lake_root=f"{bucket}/dask", lake_options=opts,
-                          runner="dask")  # fmt: skip
-    run_once(dask)
-    _same(local.lake(), dask.lake())
 
 
 def test_blobs_round_trip_through_s3(s3: S3Proxy) -> None:

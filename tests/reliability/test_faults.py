@@ -1,4 +1,4 @@
-"""The fault suite in CI: five seeds of SIGKILLs against workers, shippers, pipelines and brokers.
+"""The fault suite in CI: two seeds (one on each runner) of SIGKILLs against workers, shippers, pipelines and brokers.
 
 ``python -m tests.reliability.chaos --seeds N`` runs more (the closing note's run).
 """
@@ -28,13 +28,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
         c.stop()
 
 
-@pytest.mark.timeout(1500)  # 5 seeds of faults, settling and a replay each: ~5 min alone, 11+ loaded
+@pytest.mark.timeout(900)  # 2 seeds of faults, settling and a replay each: ~3 min alone, 6+ loaded
 def test_no_acknowledged_event_is_lost_or_duplicated_under_faults(
     cluster: KafkaCluster, tmp_path: Path
 ) -> None:
-    results = run_seeds(cluster, tmp_path, [0, 1, 2, 3, 4], window_s=18.0)
+    # seed 0 folds with Dask, seed 1 with the local runner (each seed draws its runner); the chaos
+    # module runs as many more as one likes by hand
+    results = run_seeds(cluster, tmp_path, [0, 1], window_s=18.0)
     print("\n" + table(results))
-    assert sum(sum(r.faults.values()) for r in results) >= 15  # the faults did happen
+    assert sum(sum(r.faults.values()) for r in results) >= 6  # the faults did happen
     for r in results:
         assert r.acknowledged > 0 and r.lost == 0 and r.duplicated == 0 and r.gaps == 0, table([r])
         assert r.replay_equal, f"seed {r.seed}: the lake is not what a clean replay of the log gives"
