@@ -1,4 +1,5 @@
-"""The fault suite in CI: two seeds (one on each runner) of SIGKILLs against workers, shippers, pipelines and brokers.
+"""The fault suite in CI: two seeds (one per runner) of SIGKILLs against workers, shippers, pipelines
+and brokers.
 
 ``python -m tests.reliability.chaos --seeds N`` runs more (the closing note's run).
 """
