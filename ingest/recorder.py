@@ -64,6 +64,7 @@ from schemas.events import (
     SamplingParams,
     SandboxEvent,
     SandboxPayload,
+    ServedBy,
     TaskRef,
     TextOutput,
     ToolCall,
@@ -329,9 +330,15 @@ class Episode:
         completion_tokens: int | None = None,
         model: str | None = None,
         tool_calls: Sequence[Mapping[str, Any]] | None = None,
+        served_by: ServedBy | Mapping[str, Any] | None = None,
+        sampling: Mapping[str, Any] | None = None,
+        history_break: bool = False,
         ts: dt.datetime | None = None,
     ) -> str:
         """Record one completion of the policy (with its native ``tool_calls``, when it made any).
+
+        ``served_by`` says what sampled it and what its log-probabilities are of,
+        ``sampling`` every sampling parameter the request set.
 
         Prompt messages larger than the inline limit go to the blob store and
         the event carries their reference instead.
@@ -363,7 +370,11 @@ class Episode:
                 completion_tokens=completion_tokens,
                 model=model,
                 tool_calls=[dict(c) for c in tool_calls] if tool_calls else None,
-            )
+                served_by=served_by if served_by is None or isinstance(served_by, ServedBy)
+                else ServedBy(**served_by),
+                sampling=dict(sampling) if sampling is not None else None,
+                history_break=history_break,
+            )  # fmt: skip
 
         event_id = self._emit(ModelCall, build, ts=ts)
         self.num_model_calls += 1

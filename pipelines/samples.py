@@ -22,6 +22,15 @@ or log-probabilities (``no_token_data``), its log-probabilities are not log-prob
 behaviour probability) or with a distribution the learner does not re-score
 (``unsupported_sampling``: top-p, top-k, min-p, typical-p, penalties, a logit bias, a
 temperature over 1000).
+
+Log-probabilities are only as good as what they are of (``served_by.logprob_semantics``).
+Where the transform is the identity (temperature 1, nothing truncated or penalised), the
+model's distribution is the one sampled and every kind agrees. Otherwise only ``processed``
+log-probabilities are of the distribution the token was drawn from (and ``scaled`` ones when
+the temperature is the whole transform): ``raw`` ones at another temperature are
+``raw_logprobs``, and ones whose meaning was never established (a server that did not say,
+a log written before v3 of ``model_call``) are ``unknown_logprob_semantics``. Both stay in
+the log and in this table, excluded from training and counted.
 """
 
 from __future__ import annotations
@@ -118,6 +127,17 @@ def _call_problem(call: ModelCall) -> str | None:
     return None
 
 
+def semantics_problem(how: SamplingTransform, call: ModelCall) -> str | None:
+    """Why ``call``'s log-probabilities are not of the distribution its tokens were drawn from."""
+    if how.problem is not None or how.temperature == 1.0:
+        return None  # excluded already, or the identity transform: every kind of log-prob agrees
+    served = call.payload.served_by
+    semantics = served.logprob_semantics if served is not None else None
+    if semantics in ("processed", "scaled"):
+        return None  # the temperature is the whole transform here (anything more is unsupported)
+    return "raw_logprobs" if semantics == "raw" else "unknown_logprob_semantics"
+
+
 def split_sequences(calls: list[ModelCall]) -> list[_Sequence]:
     """The model calls of one episode (in ``seq`` order) as training sequences."""
     out: list[_Sequence] = []
@@ -188,7 +208,9 @@ def sample_rows(state: EpisodeState) -> list[dict[str, Any]]:
                 "first_seq": s.first_seq,
                 "last_seq": s.last_seq,
                 "num_calls": len(s.calls),
-                "problem": s.problem or how.problem,
+                "problem": s.problem
+                or how.problem
+                or next((p for c in s.calls if (p := semantics_problem(how, c)) is not None), None),
                 "task_id": sp.task.id if sp else None,
                 "task_family": sp.task.family if sp else None,
                 "group_id": sp.group_id if sp else None,

@@ -10,10 +10,13 @@ records the policy's id and version.
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from judges.tasks import Task
@@ -35,6 +38,11 @@ class ModelCall:
     model: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     """The native tool calls of the completion, as the server sent them."""
+    served_by: dict[str, Any] | None = None
+    """What sampled it (``kind``, ``version``, ``logprob_semantics``, ``weights_version``)."""
+    sampling: dict[str, Any] | None = None
+    """Every sampling parameter the request set."""
+    history_break: bool = False
 
     def event_fields(self) -> dict[str, Any]:
         """Keyword arguments of ``Episode.model_call``."""
@@ -52,6 +60,9 @@ class ModelCall:
             if self.completion_token_ids is not None
             else None,
             "model": self.model,
+            "served_by": self.served_by,
+            "sampling": self.sampling,
+            "history_break": self.history_break,
         }
 
 
@@ -69,6 +80,9 @@ class Policy(ABC):
     policy_id: str = "policy"
     policy_version: str = "0"
     sampling: dict[str, Any] = {}
+
+    def sync(self) -> None:  # noqa: B027 - optional hook
+        """Learn what the policy serves now (its weights' version) before an episode is recorded."""
 
     @abstractmethod
     def begin(self, task: Task) -> None:
@@ -248,21 +262,89 @@ def tool_call_action(tool_calls: list[dict[str, Any]]) -> ToolAction | None:
     return None
 
 
+SERVER_KINDS = ("vllm", "sglang", "openai")
+"""The servers the chat policy knows: vLLM and SGLang take every sampling parameter; ``openai``
+is any other OpenAI-compatible server (OpenAI's own fields only)."""
+NEUTRAL_SAMPLING: dict[str, float | int] = {
+    "top_p": 1.0, "top_k": -1, "min_p": 0.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
+    "repetition_penalty": 1.0,
+}  # fmt: skip
+"""What the chat policy sends unless told otherwise: no truncation and no penalty, so that a
+model's ``generation_config.json`` defaults (vLLM and SGLang apply them to whatever a request
+leaves out) never change the distribution unseen."""
+OPENAI_FIELDS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "seed", "max_tokens")
+CHECKPOINT_ID = re.compile(r"[A-Za-z0-9_.]+(?:-[A-Za-z0-9_.]+)*-\d{8}T\d{6}-[0-9a-f]{6}")
+"""A trajlake checkpoint id (``{policy}-{YYYYmmddTHHMMSS}-{6 hex}``) inside a served model's path."""
+
+
+def _top_logprobs(reply: dict[str, Any]) -> dict[str, float]:
+    """The first completion token's ``top_logprobs`` of a chat reply, by token."""
+    try:
+        entry = reply["choices"][0]["logprobs"]["content"][0]
+        return {str(t["token"]): float(t["logprob"]) for t in entry.get("top_logprobs") or []}
+    except (KeyError, IndexError, TypeError, ValueError):
+        return {}
+
+
+def classify_logprobs(
+    plain: dict[str, float], cooler: dict[str, float], truncated: dict[str, float]
+) -> str | None:
+    """What a server's log-probs are of, from three one-token replies to the same prompt.
+
+    ``plain``: temperature 1, nothing truncated; ``cooler``: temperature 0.5; ``truncated``:
+    temperature 1 and top-k 2. Raw log-probs do not move with the temperature; processed ones
+    are renormalised over the two tokens top-k keeps (their probabilities sum to 1); scaled ones
+    move with the temperature but are not renormalised. ``None``: the replies cannot tell (a
+    model that puts nearly all its mass on one token, or a reply without top log-probs).
+    """
+    common = sorted(set(plain) & set(cooler))
+    if not common or max(plain.values()) > -0.01:
+        return None
+    if all(abs(plain[t] - cooler[t]) < 1e-4 for t in common):
+        return "raw"
+    top2 = sorted(truncated.values(), reverse=True)[:2]
+    if len(top2) < 2:
+        return None
+    mass = math.exp(top2[0]) + math.exp(top2[1])
+    if abs(mass - 1.0) < 1e-3:
+        kept = sorted(plain.values(), reverse=True)[:2]
+        # renormalised only if top-k changed the numbers (the model's own top two may hold it all)
+        return "processed" if math.exp(kept[0]) + math.exp(kept[1]) < 0.999 else "scaled"
+    return "scaled"
+
+
 class OpenAIChatPolicy(Policy):
     """A model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM, SGLang, ...).
 
-    Requests log-probabilities, and on ``server="vllm"`` the token ids too
-    (``return_token_ids``, ``return_tokens_as_token_ids``: vLLM's extensions;
-    other servers would refuse unknown fields). With ``native_tools`` the tools
-    are offered as functions and the reply's ``tool_calls`` is the action; a
-    reply without one falls back to the action written in its text.
+    Every sampling parameter is sent explicitly (the neutral values of
+    :data:`NEUTRAL_SAMPLING` unless told otherwise), so no server default
+    applies unseen; each ``model_call`` records them as sent, and what sampled
+    it (``served_by``): the server's kind and version, what its log-probs are
+    of, and the weights it had loaded. The log-prob semantics come from
+    ``logprob_semantics`` when given (``processed``: vLLM started with
+    ``--logprobs-mode processed_logprobs``; ``raw``: vLLM's default;
+    ``scaled``: SGLang's), else from the server itself: three one-token
+    requests (:func:`classify_logprobs`) on the first episode. Where neither
+    settles it they stay unknown, and the learner leaves the samples out,
+    counted. The weights' version is ``weights_version`` when given, else the
+    content of ``weights_file`` (rewritten by whoever pushes new weights), else
+    the trajlake checkpoint id in the served model's path (``/v1/models``).
+
+    Requests log-probabilities, and on vLLM the token ids too
+    (``return_token_ids``, ``return_tokens_as_token_ids``). With
+    ``native_tools`` the tools are offered as functions and the reply's
+    ``tool_calls`` is the action; a reply without one falls back to the action
+    written in its text.
 
     Args:
         base_url: the server's ``.../v1``.
         model: the served model name.
         api_key: sent as a bearer token.
-        server: ``vllm`` or ``openai`` (any other OpenAI-compatible server).
+        server: ``vllm``, ``sglang`` or ``openai`` (any other OpenAI-compatible server).
         native_tools: offer the tools as functions.
+        sampling: sampling parameters beyond the temperature (``top_p``, ``top_k``, ``min_p``,
+            penalties), replacing the neutral ones.
+        seed: the sampling seed sent with every request.
     """
 
     def __init__(
@@ -275,23 +357,122 @@ class OpenAIChatPolicy(Policy):
         max_tokens: int = 1024,
         timeout_s: float = 120.0,
         system_prompt: str = SYSTEM_PROMPT,
-        policy_version: str = "0",
+        policy_version: str | None = None,
         server: str = "vllm",
         native_tools: bool = False,
+        sampling: dict[str, float | int] | None = None,
+        seed: int | None = None,
+        logprob_semantics: str | None = None,
+        weights_file: str | None = None,
     ) -> None:
         import httpx
 
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        if server not in SERVER_KINDS:
+            raise PolicySpecError(f"unknown server kind {server!r}: one of {', '.join(SERVER_KINDS)}")
+        if logprob_semantics not in (None, "processed", "scaled", "raw"):
+            raise PolicySpecError(f"logprobs={logprob_semantics}: processed, scaled or raw")
+        unknown = sorted(set(sampling or {}) - set(NEUTRAL_SAMPLING))
+        if unknown:
+            raise PolicySpecError(
+                f"unknown sampling parameter(s) {', '.join(unknown)}: {', '.join(NEUTRAL_SAMPLING)}"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
         self.model = model
         self.timeout_s = timeout_s
         self.system_prompt = system_prompt
         self.server = server
         self.native_tools = native_tools
-        self.policy_id, self.policy_version = model, policy_version
-        self.sampling = {"temperature": temperature, "max_tokens": max_tokens}
+        self.weights_file = weights_file
+        self._fixed_version = policy_version
+        self.policy_id, self.policy_version = model, policy_version or "0"
+        sent: dict[str, Any] = {"temperature": temperature, **NEUTRAL_SAMPLING, **(sampling or {}),
+                                "max_tokens": max_tokens}  # fmt: skip
+        if seed is not None:
+            sent["seed"] = seed
+        if server == "openai":
+            sent = {k: v for k, v in sent.items() if k in OPENAI_FIELDS}
+        self.request_sampling = sent
+        """The sampling fields of every request, as sent."""
+        extra = {k: v for k, v in sent.items() if k not in ("temperature", "top_p", "max_tokens", "seed")}
+        self.sampling = {"temperature": temperature, "top_p": sent.get("top_p"), "max_tokens": max_tokens,
+                         "seed": seed, "extra": {**extra, "server": server}}  # fmt: skip
+        self.served_by: dict[str, Any] = {
+            "kind": server,
+            "logprob_semantics": logprob_semantics,
+            "semantics_source": "configured" if logprob_semantics else None,
+        }
         self.messages: list[dict[str, Any]] = []
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        self._probed = False
+
+    @property
+    def root_url(self) -> str:
+        """The server's root (``base_url`` without its ``/v1``)."""
+        return self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+
+    def _get(self, url: str) -> Any:
+        import httpx
+
+        try:
+            resp = self._client.get(url, timeout=min(self.timeout_s, 10.0))
+            return resp.json() if resp.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def _weights_version(self) -> str | None:
+        if self._fixed_version:
+            return self._fixed_version
+        if self.weights_file:
+            try:
+                text = Path(self.weights_file).read_text().strip()
+            except OSError as exc:
+                raise PolicyUnavailableError(
+                    f"the served weights' file {self.weights_file} cannot be read ({exc.strerror}): "
+                    "write the checkpoint id there when weights are pushed"
+                ) from exc
+            return text or None
+        models = self._get(self.base_url + "/models")
+        for entry in (models or {}).get("data") or [] if isinstance(models, dict) else []:
+            if isinstance(entry, dict) and entry.get("id") == self.model:
+                where = str(entry.get("root") or entry.get("id"))
+                found = CHECKPOINT_ID.findall(where)
+                return found[-1] if found else where
+        return None
+
+    def probe_logprob_semantics(self) -> str | None:
+        """What the server's log-probs are of, asked of the server itself (see :func:`classify_logprobs`)."""
+        if self.server == "openai":
+            return None  # top-k cannot be sent: processed and scaled cannot be told apart
+        replies = []
+        for temperature, top_k in ((1.0, -1), (0.5, -1), (1.0, 2)):
+            body = {"model": self.model, "messages": [{"role": "user", "content": "Say a word."}],
+                    "max_tokens": 1, "logprobs": True, "top_logprobs": 5, **self.request_sampling,
+                    "temperature": temperature, "top_k": top_k, "top_p": 1.0, "min_p": 0.0}  # fmt: skip
+            body["max_tokens"] = 1
+            body.pop("seed", None)
+            try:
+                resp = self._client.post(self.url, json=body)
+                replies.append(_top_logprobs(resp.json()) if resp.status_code == 200 else {})
+            except Exception:  # noqa: BLE001 - any failure leaves the semantics unknown
+                return None
+        return classify_logprobs(*replies)
+
+    def sync(self) -> None:
+        """Ask the server its version and log-prob semantics (once) and its weights (each time)."""
+        if not self._probed:
+            self._probed = True
+            info = self._get(self.root_url + "/version") or self._get(self.root_url + "/get_server_info")
+            if isinstance(info, dict) and info.get("version"):
+                self.served_by["version"] = str(info["version"])
+            if self.served_by["logprob_semantics"] is None:
+                found = self.probe_logprob_semantics()
+                if found is not None:
+                    self.served_by |= {"logprob_semantics": found, "semantics_source": "probed"}
+        version = self._weights_version()
+        self.policy_version = version or "0"
+        self.served_by["weights_version"] = version
 
     def begin(self, task: Task) -> None:
         """Start the conversation with the task's instruction."""
@@ -306,7 +487,7 @@ class OpenAIChatPolicy(Policy):
             "model": self.model,
             "messages": self.messages,
             "logprobs": True,
-            **self.sampling,
+            **self.request_sampling,
         }
         if self.server == "vllm":
             body |= {"return_token_ids": True, "return_tokens_as_token_ids": True}
@@ -354,6 +535,8 @@ class OpenAIChatPolicy(Policy):
             latency_s=latency,
             model=reply.model or self.model,
             tool_calls=reply.tool_calls or None,
+            served_by=dict(self.served_by),
+            sampling=dict(self.request_sampling),
         )
         assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.tool_calls:
@@ -429,5 +612,9 @@ class GeneratorPolicy(Policy):
             finish_reason=g.finish_reason,
             latency_s=time.monotonic() - start,
             model=self.policy_id,
-        )
+            # the sampler here is ours: its log-probs are of the distribution each token was drawn from
+            served_by={"kind": "in_process", "logprob_semantics": "processed", "semantics_source": "sampler",
+                       "weights_version": self.policy_version},
+            sampling=dict(self.sampling) or None,
+        )  # fmt: skip
         return PolicyStep(ToolAction("write_file", {"path": self.answer_file, "content": g.completion}), call)

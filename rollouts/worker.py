@@ -98,6 +98,7 @@ def run_episode(
     verdict = score = None
     status = "aborted"
     error = None
+    policy.sync()  # the weights it serves now: the episode's policy version
     ep = recorder.episode(
         task=task.ref,
         policy=PolicyRef(id=policy.policy_id, version=policy.policy_version),

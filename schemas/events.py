@@ -208,6 +208,29 @@ class EpisodeStartedPayload(Frozen):
     """Free-form metadata (e.g. the source format of an imported trajectory)."""
 
 
+LogprobSemantics = Literal["processed", "scaled", "raw"]
+"""What a sampler's log-probabilities are of: ``processed``, the distribution the token was drawn
+from (after temperature, penalties, min-p, top-k and top-p: vLLM's ``processed_logprobs``);
+``scaled``, the model's distribution at the temperature, before any truncation (SGLang's
+default); ``raw``, the model's own distribution, before anything (vLLM's default)."""
+
+
+class ServedBy(Frozen):
+    """What sampled a model call: the server (or in-process model), and what its numbers mean."""
+
+    kind: NonEmpty
+    """``vllm``, ``sglang``, ``openai`` (any other OpenAI-compatible server), ``in_process``, ..."""
+    version: str | None = None
+    """The server's version, as it reported it."""
+    logprob_semantics: LogprobSemantics | None = None
+    """What the log-probabilities are of; ``None``: not established (not trained on unless the
+    sampling transform is the identity, where all three agree)."""
+    semantics_source: str | None = None
+    """How the semantics were established (``configured``, ``probed``, ``sampler``)."""
+    weights_version: str | None = None
+    """The checkpoint the server had loaded (the policy version of the episode)."""
+
+
 class ModelCallPayload(Frozen):
     """Payload of ``model_call``: one completion of the policy."""
 
@@ -235,6 +258,12 @@ class ModelCallPayload(Frozen):
     """Served model name."""
     tool_calls: list[dict[str, JsonValue]] | None = None
     """The completion's native tool calls as the server sent them (``tool_calls``; new in v2)."""
+    served_by: ServedBy | None = None
+    """What sampled it and what its log-probabilities are of (new in v3)."""
+    sampling: dict[str, JsonValue] | None = None
+    """Every sampling parameter the request set, as sent (new in v3)."""
+    history_break: bool = False
+    """The client's token history did not continue into this call's prompt (token in/out; v3)."""
 
     @model_validator(mode="after")
     def _check(self) -> ModelCallPayload:
@@ -426,7 +455,7 @@ class ModelCall(EventBase):
 
     type: Literal["model_call"] = "model_call"
     """Event type tag."""
-    schema_version: Literal[2] = 2
+    schema_version: Literal[3] = 3
     """Version of this type's schema."""
     payload: ModelCallPayload
     """The type's own fields."""

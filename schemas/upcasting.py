@@ -69,6 +69,12 @@ def _model_call_v1_to_v2(payload: Payload) -> Payload:
     return dict(payload)
 
 
+@upcaster("model_call", 2)
+def _model_call_v2_to_v3(payload: Payload) -> Payload:
+    """v3 adds ``served_by``, ``sampling`` and ``history_break``: not recorded in v2 (semantics unknown)."""
+    return dict(payload)
+
+
 def upcast(raw: dict[str, Any]) -> dict[str, Any]:
     """Return ``raw`` (an envelope dict) with its payload at the current version.
 

@@ -42,6 +42,19 @@ class ParsedSpec:
     """The action table of a ``scripted:FILE`` spec."""
 
 
+OPENAI_OPTIONS = {
+    "server": "vllm, sglang or openai (any other OpenAI-compatible server)",
+    "tools": "1: offer the tools as functions (native tool calls)",
+    "temperature": "the sampling temperature (0.7)",
+    "top_p": "nucleus mass (1: off)", "top_k": "top-k (-1: off)", "min_p": "min-p (0: off)",
+    "seed": "a sampling seed (each worker adds its index)",
+    "logprobs": "what the server's log-probs are of: processed, scaled, raw (else it is asked)",
+    "weights": "the checkpoint id the server serves",
+    "weights_file": "a file holding it, rewritten when weights are pushed",
+}  # fmt: skip
+"""The query options of an ``openai`` spec."""
+
+
 def check_policy_spec(spec: str) -> ParsedSpec:
     """Parse and check a spec without loading a model or contacting a server.
 
@@ -75,23 +88,27 @@ def check_policy_spec(spec: str) -> ParsedSpec:
         url = urlparse(base)
         if url.scheme not in ("http", "https") or not url.netloc or not model:
             raise PolicySpecError(
-                f"openai policy {spec!r} must be openai:http(s)://HOST[:PORT]/v1#MODEL[?server=vllm|openai&tools=1]"
+                f"openai policy {spec!r} must be openai:http(s)://HOST[:PORT]/v1#MODEL[?server=vllm|sglang|openai&tools=1]"
             )
         options = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
-        unknown = sorted(set(options) - {"server", "tools", "temperature"})
+        unknown = sorted(set(options) - set(OPENAI_OPTIONS))
         if unknown:
             raise PolicySpecError(
-                f"unknown option(s) {', '.join(unknown)} in {spec!r}; known: server, tools, temperature"
+                f"unknown option(s) {', '.join(unknown)} in {spec!r}; known: {', '.join(OPENAI_OPTIONS)}"
             )
-        if options.get("server", "vllm") not in ("vllm", "openai") or options.get("tools", "0") not in (
-            "0",
-            "1",
-        ):
-            raise PolicySpecError(f"{spec!r}: server is vllm or openai, tools is 0 or 1")
-        try:
-            float(options.get("temperature", "0.7"))
-        except ValueError as exc:
-            raise PolicySpecError(f"{spec!r}: temperature must be a number") from exc
+        if options.get("server", "vllm") not in ("vllm", "sglang", "openai") or options.get(
+            "tools", "0"
+        ) not in ("0", "1"):
+            raise PolicySpecError(f"{spec!r}: server is vllm, sglang or openai, tools is 0 or 1")
+        if options.get("logprobs", "processed") not in ("processed", "scaled", "raw"):
+            raise PolicySpecError(
+                f"{spec!r}: logprobs is processed, scaled or raw (what the server's log-probs are of)"
+            )
+        for name in ("temperature", "top_p", "min_p", "top_k", "seed"):
+            try:
+                float(options[name]) if name in options else None
+            except ValueError as exc:
+                raise PolicySpecError(f"{spec!r}: {name} must be a number") from exc
         return ParsedSpec(kind, base, model=model, options=options)
     if kind == "local":
         path_text, _, query = rest.partition("?")
@@ -139,9 +156,15 @@ def make_policy(spec: str, *, worker_index: int = 0) -> Policy:
         )
     if p.kind == "openai":
         o = p.options
+        sampling = {
+            k: (int(o[k]) if k == "top_k" else float(o[k])) for k in ("top_p", "top_k", "min_p") if k in o
+        }
         return OpenAIChatPolicy(
             p.target, p.model, api_key=os.environ.get("OPENAI_API_KEY"), server=o.get("server", "vllm"),
             native_tools=o.get("tools", "0") == "1", temperature=float(o.get("temperature", "0.7")),
+            sampling=sampling, seed=int(o["seed"]) + worker_index if "seed" in o else None,
+            logprob_semantics=o.get("logprobs"), weights_file=o.get("weights_file"),
+            policy_version=o.get("weights"),
         )  # fmt: skip
     from learners.serving import CheckpointGenerator
 

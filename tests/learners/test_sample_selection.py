@@ -26,6 +26,7 @@ def _call(eid: str, seq: int) -> dict[str, Any]:
         prompt_token_ids=[1, 5, 6],
         completion_token_ids=[7, 8, 2],
         completion_logprobs=[-0.5, -0.2, -0.1],
+        served_by={"kind": "in_process", "logprob_semantics": "processed"},
     )
 
 

@@ -85,7 +85,8 @@ def test_calls_without_token_data_are_rows_of_their_own_with_the_problem() -> No
 
 
 def test_the_sampling_transform_is_recorded_and_greedy_or_truncated_sampling_is_a_problem() -> None:
-    docs = (_call(1, [1], [2]),)
+    processed = {"kind": "vllm", "logprob_semantics": "processed"}
+    docs = (_call(1, [1], [2], served_by=processed),)
     assert [_rows(*docs)[0][k] for k in ("temperature", "problem")] == [1.0, None]
     assert [_rows(*docs, sampling={"temperature": 0.7})[0][k] for k in ("temperature", "problem")] == [
         0.7,
@@ -153,3 +154,27 @@ def test_samplers_that_are_greedy_or_reshape_the_distribution_in_any_spelling_ar
 def test_log_probabilities_out_of_any_sane_range_are_a_problem() -> None:
     rows = _rows(_call(1, [1], [2, 3], [-0.5, -1e300]))
     assert rows[0]["problem"] == "invalid_logprobs"
+
+
+def test_log_probs_are_trained_on_only_where_they_are_of_the_distribution_sampled() -> None:
+    """At temperature 1 with nothing truncated every kind of log-prob agrees; at another temperature
+    only processed ones (and scaled ones: the temperature is the whole transform) are of the
+    distribution the tokens were drawn from. Raw ones and ones of unknown meaning stay in the
+    table, each with its reason."""
+
+    def problem(temperature: float, semantics: str | None) -> str | None:
+        served = {"kind": "vllm", "logprob_semantics": semantics} if semantics else None
+        doc = _call(1, [1], [2], **({"served_by": served} if served else {}))
+        return _rows(doc, sampling={"temperature": temperature})[0]["problem"]
+
+    assert [problem(1.0, s) for s in ("processed", "scaled", "raw", None)] == [None] * 4
+    assert [problem(0.7, s) for s in ("processed", "scaled", "raw", None)] == [
+        None, None, "raw_logprobs", "unknown_logprob_semantics",
+    ]  # fmt: skip
+    # one raw call spoils the sequence it belongs to
+    mixed = _rows(
+        _call(1, [1], [2], served_by={"kind": "vllm", "logprob_semantics": "processed"}),
+        _call(2, [1, 2, 3], [4], served_by={"kind": "vllm", "logprob_semantics": "raw"}),
+        sampling={"temperature": 0.5},
+    )
+    assert [(r["num_calls"], r["problem"]) for r in mixed] == [(2, "raw_logprobs")]

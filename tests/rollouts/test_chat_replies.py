@@ -83,7 +83,62 @@ def test_the_openai_policy_spec_names_the_server_and_tool_calling() -> None:
     assert policy.sampling["temperature"] == 0.5
     policy.close()
     with pytest.raises(PolicySpecError, match="unknown option"):
-        make_policy("openai:http://127.0.0.1:8000/v1#qwen?top_k=5")
+        make_policy("openai:http://127.0.0.1:8000/v1#qwen?topk=5")
+    with pytest.raises(PolicySpecError, match="logprobs is processed, scaled or raw"):
+        make_policy("openai:http://127.0.0.1:8000/v1#qwen?logprobs=post")
+    tuned = make_policy(
+        "openai:http://127.0.0.1:8000/v1#qwen?server=sglang&top_k=20&seed=3&logprobs=scaled&weights=c1"
+    )
+    assert isinstance(tuned, OpenAIChatPolicy)
+    assert tuned.request_sampling["top_k"] == 20 and tuned.request_sampling["seed"] == 3
+    assert tuned.served_by == {
+        "kind": "sglang",
+        "logprob_semantics": "scaled",
+        "semantics_source": "configured",
+    }
+    assert tuned.policy_version == "c1"
+    tuned.close()
+
+
+def test_every_sampling_parameter_is_sent_so_no_server_default_applies_unseen() -> None:
+    """vLLM and SGLang fill what a request leaves out from the model's generation_config.json
+    (top_k=20, top_p=0.95 for common chat models): the request leaves nothing out, and the
+    episode records the transform as sent."""
+    from rollouts.errors import PolicySpecError
+
+    vllm = OpenAIChatPolicy("http://127.0.0.1:1/v1", "m", temperature=0.7, seed=5)
+    body = vllm.request_body()
+    for name, value in {"temperature": 0.7, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "presence_penalty": 0.0,
+                        "frequency_penalty": 0.0, "repetition_penalty": 1.0, "seed": 5}.items():  # fmt: skip
+        assert body[name] == value, name
+    assert vllm.sampling["extra"]["top_k"] == -1 and vllm.sampling["top_p"] == 1.0
+    vllm.close()
+    # OpenAI's own fields only for any other server, which may refuse vLLM's
+    plain = OpenAIChatPolicy("http://127.0.0.1:1/v1", "m", server="openai").request_body()
+    assert "top_k" not in plain and "repetition_penalty" not in plain and plain["top_p"] == 1.0
+    with pytest.raises(PolicySpecError, match="unknown sampling parameter"):
+        OpenAIChatPolicy("http://127.0.0.1:1/v1", "m", sampling={"topk": 3})
+
+
+def test_what_the_log_probs_are_of_is_told_by_three_one_token_replies() -> None:
+    import math
+
+    from rollouts.policies import classify_logprobs
+
+    logits = {"a": 2.0, "b": 1.0, "c": 0.0, "d": -1.0}
+
+    def dist(t: float, k: int | None = None) -> dict[str, float]:
+        kept = sorted(logits, key=logits.get, reverse=True)[: k or len(logits)]  # type: ignore[arg-type]
+        z = math.log(sum(math.exp(logits[x] / t) for x in kept))
+        return {x: logits[x] / t - z for x in kept}
+
+    full = dist(1.0)
+    assert classify_logprobs(full, full, full) == "raw"  # nothing moves with the temperature
+    assert classify_logprobs(full, dist(0.5), dist(1.0, 2)) == "processed"  # renormalised over top-k
+    assert classify_logprobs(full, dist(0.5), full) == "scaled"  # tempered, not truncated
+    peaked = {"a": -1e-5, "b": -12.0}
+    assert classify_logprobs(peaked, peaked, peaked) is None  # one token holds the mass: cannot tell
+    assert classify_logprobs({}, {}, {}) is None
 
 
 def test_a_native_tool_call_is_recorded_with_its_structure(tmp_path: Path) -> None:
@@ -111,17 +166,20 @@ def test_a_native_tool_call_is_recorded_with_its_structure(tmp_path: Path) -> No
         ep.end("success")
     rec.close()
     [event] = [e for e in (parse_event(v) for _, _, v in sink.records) if e.type == "model_call"]
-    assert event.schema_version == 2
+    assert event.schema_version == 3
     assert event.payload.tool_calls == reply.tool_calls
     assert event.payload.messages[1].tool_calls == reply.tool_calls  # what the server saw next turn
     assert event.payload.messages[2].tool_call_id == "chatcmpl-tool-5b1e"
 
 
-def test_a_version_1_model_call_still_reads() -> None:
+def test_version_1_and_2_model_calls_still_read() -> None:
     from schemas import parse_event
     from tests.pipelines.factories import model, wire
 
-    doc = model("ep", 1)
-    doc["schema_version"] = 1
-    event = parse_event(wire(doc))
-    assert event.schema_version == 2 and event.payload.tool_calls is None
+    for version in (1, 2):
+        doc = model("ep", 1)
+        doc["schema_version"] = version
+        event = parse_event(wire(doc))
+        assert event.schema_version == 3 and event.payload.tool_calls is None
+        # what sampled a call before v3 was never recorded: its log-probs' meaning is unknown
+        assert event.payload.served_by is None and event.payload.sampling is None

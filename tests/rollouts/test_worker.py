@@ -230,7 +230,12 @@ def test_openai_compatible_policy_records_logprobs(
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatServer)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        policy = OpenAIChatPolicy(f"http://127.0.0.1:{server.server_port}/v1", "test-model", temperature=0.2)
+        policy = OpenAIChatPolicy(
+            f"http://127.0.0.1:{server.server_port}/v1",
+            "test-model",
+            temperature=0.2,
+            logprob_semantics="processed",
+        )
         out = run_episode(load_task(TASKS / "pyfix" / "pyfix-004"), policy, pool, recorder)
     finally:
         server.shutdown()
