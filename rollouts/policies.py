@@ -313,6 +313,104 @@ def classify_logprobs(
     return "scaled"
 
 
+class ChatTokens:
+    """A model's chat template as token ids, each message rendered once (token in/out).
+
+    ``turn`` gives what follows a completion: the end of the assistant's turn
+    (the end-of-turn token if the completion was cut before it, then what the
+    template puts after it), the new messages, and the generation prompt. It is
+    read off the template by rendering a fixed conversation with and without
+    the new messages, so it holds for any template that extends a conversation
+    by appending (one that rewrites earlier turns, e.g. drops their reasoning,
+    is exactly why the history is kept as ids).
+    """
+
+    _BASE = ({"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+             {"role": "assistant", "content": "a"})  # fmt: skip
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            from transformers import AutoTokenizer
+
+            self.tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        except (OSError, ValueError, ImportError) as exc:
+            raise PolicySpecError(f"no tokenizer with a chat template at {path}: {exc}") from exc
+        self.eos = self.tok.eos_token_id
+        self._closed = self.render(list(self._BASE), add_generation_prompt=False)
+        ends = [i for i, t in enumerate(self._closed) if t == self.eos]
+        self._after_eos = self._closed[ends[-1] + 1 :] if ends else []
+
+    def render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> list[int]:
+        """``messages`` through the chat template, as ids."""
+        out: Any = self.tok.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=add_generation_prompt
+        )
+        if hasattr(out, "keys"):  # newer transformers return a BatchEncoding
+            out = out["input_ids"]
+        return [int(i) for i in out]
+
+    def prompt(self, messages: list[dict[str, Any]]) -> list[int]:
+        """The first prompt of a conversation."""
+        return self.render(messages, add_generation_prompt=True)
+
+    def turn(self, completion: list[int], added: list[dict[str, Any]]) -> list[int]:
+        """What follows ``completion`` in the history: its turn's end, ``added``, the generation prompt."""
+        close = ([] if completion and completion[-1] == self.eos else [self.eos]) + self._after_eos
+        extended = self.render([*self._BASE, *added], add_generation_prompt=True)
+        if extended[: len(self._closed)] != self._closed:
+            raise PolicyUnavailableError(
+                "the chat template renders earlier turns differently once a message is added: "
+                "token in/out cannot continue its histories"
+            )
+        return close + extended[len(self._closed) :]
+
+
+def parse_completion_reply(reply: dict[str, Any]) -> ChatReply:
+    """Read one vLLM ``/v1/completions`` response (ids and log-probs as the server returned them)."""
+    try:
+        choice = reply["choices"][0]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise PolicyUnavailableError(f"the policy server sent no choice: {str(reply)[:300]}") from exc
+    lp = choice.get("logprobs") or {}
+    logprobs = [float(x) for x in lp.get("token_logprobs") or []] or None
+    ids: list[int] | None = None
+    if isinstance(choice.get("token_ids"), list):
+        ids = [int(i) for i in choice["token_ids"]]
+    elif lp.get("tokens"):
+        found = [_token_id({"token": t}) for t in lp["tokens"]]
+        ids = [i for i in found if i is not None] if all(i is not None for i in found) else None
+    if ids is not None and logprobs is not None and len(ids) != len(logprobs):
+        ids = logprobs = None
+    prompt = choice.get("prompt_token_ids", reply.get("prompt_token_ids"))
+    return ChatReply(
+        text=choice.get("text") or "", tool_calls=[],
+        prompt_token_ids=[int(i) for i in prompt] if isinstance(prompt, list) else None,
+        completion_token_ids=ids, completion_logprobs=logprobs, finish_reason=choice.get("finish_reason"),
+        model=reply.get("model"),
+    )  # fmt: skip
+
+
+def parse_sglang_reply(reply: dict[str, Any], prompt: list[int]) -> ChatReply:
+    """Read one SGLang native ``/generate`` response (``meta_info.output_token_logprobs``: log-prob, id)."""
+    meta = reply.get("meta_info") if isinstance(reply, dict) else None
+    if not isinstance(meta, dict):
+        raise PolicyUnavailableError(f"the SGLang server sent no meta_info: {str(reply)[:300]}")
+    entries = meta.get("output_token_logprobs") or []
+    try:
+        logprobs = [float(e[0]) for e in entries]
+        ids = [int(e[1]) for e in entries]
+    except (TypeError, ValueError, IndexError):
+        logprobs, ids = [], []
+    if isinstance(reply.get("output_ids"), list) and [int(i) for i in reply["output_ids"]] != ids:
+        ids, logprobs = [], []  # the two do not describe the same tokens: keep neither
+    finish = meta.get("finish_reason")
+    return ChatReply(
+        text=reply.get("text") or "", tool_calls=[], prompt_token_ids=None,
+        completion_token_ids=ids or None, completion_logprobs=logprobs or None,
+        finish_reason=finish.get("type") if isinstance(finish, dict) else finish, model=None,
+    )  # fmt: skip
+
+
 class OpenAIChatPolicy(Policy):
     """A model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM, SGLang, ...).
 
@@ -329,6 +427,16 @@ class OpenAIChatPolicy(Policy):
     counted. The weights' version is ``weights_version`` when given, else the
     content of ``weights_file`` (rewritten by whoever pushes new weights), else
     the trajlake checkpoint id in the served model's path (``/v1/models``).
+
+    With ``tokenizer`` (the served model's tokenizer directory) the policy
+    keeps the exact token history of the conversation and sends prompts as
+    ids: the first prompt rendered with the model's chat template, then each
+    turn's history (previous prompt and completion, as the server returned
+    them) followed by the tokens the template puts after an assistant turn for
+    the new messages (:class:`ChatTokens`), over vLLM's ``/v1/completions`` or
+    SGLang's ``/generate``. A history then never breaks on re-tokenisation.
+    Without it, a server prompt that does not continue the last history is
+    recorded as ``history_break``.
 
     Requests log-probabilities, and on vLLM the token ids too
     (``return_token_ids``, ``return_tokens_as_token_ids``). With
@@ -364,6 +472,7 @@ class OpenAIChatPolicy(Policy):
         seed: int | None = None,
         logprob_semantics: str | None = None,
         weights_file: str | None = None,
+        tokenizer: str | None = None,
     ) -> None:
         import httpx
 
@@ -406,6 +515,15 @@ class OpenAIChatPolicy(Policy):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
         self._probed = False
+        self.tokens = ChatTokens(tokenizer) if tokenizer else None
+        """Token in/out: the model's tokenizer and chat template, rendering each message once."""
+        self.history_ids: list[int] | None = None
+        """The exact token history of the conversation so far (prompt and completions, as ids)."""
+        self._last_completion: list[int] = []
+        if self.tokens is not None and server == "openai":
+            raise PolicySpecError(
+                "token in/out (tokenizer=DIR) needs server=vllm or sglang: they take prompt ids"
+            )
 
     @property
     def root_url(self) -> str:
@@ -480,9 +598,10 @@ class OpenAIChatPolicy(Policy):
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": task.spec.instruction},
         ]
+        self.history_ids = None
 
     def request_body(self) -> dict[str, Any]:
-        """The JSON body of the next request."""
+        """The JSON body of the next chat request."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": self.messages,
@@ -495,37 +614,57 @@ class OpenAIChatPolicy(Policy):
             body |= {"tools": TOOL_SCHEMAS, "tool_choice": "auto"}
         return body
 
-    def step(self, observation: str | None) -> PolicyStep:
-        """Send the conversation, read one action from the reply."""
+    def _post(self, url: str, body: dict[str, Any]) -> tuple[Any, float]:
         import httpx
 
+        start = time.monotonic()
+        try:
+            resp = self._client.post(url, json=body)
+        except httpx.HTTPError as exc:
+            raise PolicyUnavailableError(f"policy server {url} failed: {exc}") from exc
+        if resp.status_code >= 400:
+            hint = " (a server other than vLLM refuses vLLM's fields: use server=openai)" if (
+                resp.status_code in (400, 422) and self.server == "vllm") else ""  # fmt: skip
+            raise PolicyUnavailableError(
+                f"policy server {url} answered {resp.status_code}: {resp.text.strip()[:300]}{hint}"
+            )
+        try:
+            return resp.json(), time.monotonic() - start
+        except ValueError as exc:
+            raise PolicyUnavailableError(f"policy server {url} sent no JSON: {resp.text[:200]!r}") from exc
+
+    def step(self, observation: str | None) -> PolicyStep:
+        """Send the conversation (token in/out: its exact token history), read one action from the reply."""
+        added: list[dict[str, Any]] = []
         if observation is not None:
             role = "tool" if self.messages and self.messages[-1].get("tool_calls") else "user"
             turn: dict[str, Any] = {"role": role, "content": observation}
             if role == "tool":
                 turn["tool_call_id"] = self.messages[-1]["tool_calls"][0].get("id", "call-0")
             self.messages.append(turn)
-        start = time.monotonic()
-        try:
-            resp = self._client.post(self.url, json=self.request_body())
-        except httpx.HTTPError as exc:
-            raise PolicyUnavailableError(f"policy server {self.url} failed: {exc}") from exc
-        if resp.status_code >= 400:
-            hint = " (a server other than vLLM refuses vLLM's fields: use server=openai)" if (
-                resp.status_code in (400, 422) and self.server == "vllm") else ""  # fmt: skip
-            raise PolicyUnavailableError(
-                f"policy server {self.url} answered {resp.status_code}: {resp.text.strip()[:300]}{hint}"
-            )
-        try:
-            raw = resp.json()
-        except ValueError as exc:
-            raise PolicyUnavailableError(
-                f"policy server {self.url} sent no JSON: {resp.text[:200]!r}"
-            ) from exc
-        latency = time.monotonic() - start
+            added.append(turn)
+        if self.tokens is not None:
+            return self._step_tokens(added)
+        raw, latency = self._post(self.url, self.request_body())
         reply = parse_chat_reply(raw)
+        # the server rendered the conversation again: did its prompt continue the last history?
+        broke = bool(
+            self.history_ids is not None
+            and reply.prompt_token_ids is not None
+            and reply.prompt_token_ids[: len(self.history_ids)] != self.history_ids
+        )
+        if reply.prompt_token_ids is not None and reply.completion_token_ids is not None:
+            self.history_ids = reply.prompt_token_ids + reply.completion_token_ids
         action = tool_call_action(reply.tool_calls) or parse_action(reply.text)
-        call = ModelCall(
+        call = self._call(reply, latency, broke)
+        assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            assistant["tool_calls"] = reply.tool_calls[:1]  # the one call acted on
+        self.messages.append(assistant)
+        return PolicyStep(action, call)
+
+    def _call(self, reply: ChatReply, latency: float, broke: bool) -> ModelCall:
+        return ModelCall(
             completion=reply.text,
             messages=[dict(m) for m in self.messages],
             prompt_token_ids=reply.prompt_token_ids,
@@ -537,12 +676,41 @@ class OpenAIChatPolicy(Policy):
             tool_calls=reply.tool_calls or None,
             served_by=dict(self.served_by),
             sampling=dict(self.request_sampling),
+            history_break=broke,
         )
-        assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
-        if reply.tool_calls:
-            assistant["tool_calls"] = reply.tool_calls[:1]  # the one call acted on
-        self.messages.append(assistant)
-        return PolicyStep(action, call)
+
+    def _step_tokens(self, added: list[dict[str, Any]]) -> PolicyStep:
+        """Token in/out: send the prompt as ids (the history, then what the turn added); keep the reply's."""
+        assert self.tokens is not None
+        if self.history_ids is None:
+            prompt = self.tokens.prompt(self.messages)
+        else:
+            prompt = self.history_ids + self.tokens.turn(self._last_completion, added)
+        if self.server == "sglang":
+            params = {k: v for k, v in self.request_sampling.items() if k not in ("max_tokens", "seed")}
+            params["max_new_tokens"] = self.request_sampling["max_tokens"]
+            if "seed" in self.request_sampling:
+                params["sampling_seed"] = self.request_sampling["seed"]
+            native = {"input_ids": prompt, "sampling_params": params, "return_logprob": True}
+            raw, latency = self._post(self.root_url + "/generate", native)
+            reply = parse_sglang_reply(raw, prompt)
+        else:
+            body = {"model": self.model, "prompt": prompt, "logprobs": 1, **self.request_sampling,
+                    "return_token_ids": True, "return_tokens_as_token_ids": True}  # fmt: skip
+            raw, latency = self._post(self.base_url + "/completions", body)
+            reply = parse_completion_reply(raw)
+        # the server answers for the ids it was sent; any other prompt is a break, never papered over
+        broke = reply.prompt_token_ids is not None and reply.prompt_token_ids != prompt
+        reply.prompt_token_ids = prompt
+        if reply.completion_token_ids is None:
+            raise PolicyUnavailableError(
+                f"policy server {self.base_url} returned no completion token ids: token in/out needs them"
+            )
+        self.history_ids = prompt + reply.completion_token_ids
+        self._last_completion = reply.completion_token_ids
+        call = self._call(reply, latency, broke)
+        self.messages.append({"role": "assistant", "content": reply.text})
+        return PolicyStep(parse_action(reply.text), call)
 
     def close(self) -> None:
         """Release the HTTP connections."""

@@ -44,6 +44,9 @@ class EpisodeOutcome:
     duration_s: float
     policy_version: str
     error: str | None = None
+    model_calls: int = 0
+    history_breaks: int = 0
+    """Model calls whose prompt did not continue the conversation's token history."""
 
 
 def _run_tool(ep: Episode, sb: Sandbox, action: ToolAction, timeout: float) -> str:
@@ -94,7 +97,7 @@ def run_episode(
     start = time.monotonic()
     limits = task.spec.limits
     judge = build_judge(task.spec.judge)
-    steps = 0
+    steps = calls = breaks = 0
     verdict = score = None
     status = "aborted"
     error = None
@@ -131,6 +134,8 @@ def run_episode(
                 steps += 1
                 if step.model_call is not None:
                     ep.model_call(**step.model_call.event_fields())
+                    calls += 1
+                    breaks += step.model_call.history_break
                 if step.action is None:
                     observation = "[error] no action found in your reply; run a ```bash``` block or submit"
                     continue
@@ -165,4 +170,6 @@ def run_episode(
         duration_s=time.monotonic() - start,
         policy_version=policy.policy_version,
         error=error,
+        model_calls=calls,
+        history_breaks=breaks,
     )

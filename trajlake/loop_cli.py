@@ -79,6 +79,19 @@ def rollout(
             f"{o.duration_s:.1f}",
         )
     console.print(table)
+    calls = sum(o.model_calls for o in outcomes)
+    breaks = sum(o.history_breaks for o in outcomes)
+    if calls and breaks / calls > HISTORY_BREAK_WARN:
+        err_console.print(
+            f"[yellow]warning:[/yellow] {breaks} of {calls} model calls ({breaks / calls:.0%}) had a "
+            "prompt that did not continue the conversation's token history, so their episodes train as "
+            "several sequences; send prompts as ids (`tokenizer=DIR` in the openai policy spec: token in/out)"
+        )
+
+
+HISTORY_BREAK_WARN = 0.05
+"""Above this share of model calls breaking their token history, a rollout warns (a chat template that
+re-renders earlier turns differently breaks nearly every turn; an occasional break is a truncation)."""
 
 
 def train(

@@ -49,6 +49,7 @@ OPENAI_OPTIONS = {
     "top_p": "nucleus mass (1: off)", "top_k": "top-k (-1: off)", "min_p": "min-p (0: off)",
     "seed": "a sampling seed (each worker adds its index)",
     "logprobs": "what the server's log-probs are of: processed, scaled, raw (else it is asked)",
+    "tokenizer": "the served model's tokenizer directory: token in/out (prompts sent as ids)",
     "weights": "the checkpoint id the server serves",
     "weights_file": "a file holding it, rewritten when weights are pushed",
 }  # fmt: skip
@@ -164,7 +165,7 @@ def make_policy(spec: str, *, worker_index: int = 0) -> Policy:
             native_tools=o.get("tools", "0") == "1", temperature=float(o.get("temperature", "0.7")),
             sampling=sampling, seed=int(o["seed"]) + worker_index if "seed" in o else None,
             logprob_semantics=o.get("logprobs"), weights_file=o.get("weights_file"),
-            policy_version=o.get("weights"),
+            policy_version=o.get("weights"), tokenizer=o.get("tokenizer"),
         )  # fmt: skip
     from learners.serving import CheckpointGenerator
 

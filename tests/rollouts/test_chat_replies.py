@@ -183,3 +183,62 @@ def test_version_1_and_2_model_calls_still_read() -> None:
         assert event.schema_version == 3 and event.payload.tool_calls is None
         # what sampled a call before v3 was never recorded: its log-probs' meaning is unknown
         assert event.payload.served_by is None and event.payload.sampling is None
+
+
+def _chat_tokenizer(out: Path) -> None:
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=special, initial_alphabet=alphabet)
+    tok.train_from_iterator(["run the tests, then submit the answer"] * 4, trainer)
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>")
+    fast.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    fast.save_pretrained(out)
+
+
+def test_token_in_out_continues_the_history_as_the_template_renders_the_whole_conversation(
+    tmp_path: Path,
+) -> None:
+    from rollouts.policies import ChatTokens
+
+    _chat_tokenizer(tmp_path)
+    tokens = ChatTokens(tmp_path)
+    first = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "run the tests"}]
+    prompt = tokens.prompt(first)
+    answer = tokens.tok.encode("```bash\nls\n```", add_special_tokens=False)
+    observation = {"role": "user", "content": "[bash exit=0]\nanswer.txt"}
+    whole = tokens.render([*first, {"role": "assistant", "content": "```bash\nls\n```"}, observation],
+                          add_generation_prompt=True)  # fmt: skip
+    # a completion that stopped on the end-of-turn token, and one cut by the length limit
+    assert prompt + answer + [tokens.eos] + tokens.turn(answer + [tokens.eos], [observation]) == whole
+    assert prompt + answer + tokens.turn(answer, [observation]) == whole
+
+
+def test_an_sglang_generate_reply_gives_its_ids_and_log_probs() -> None:
+    from rollouts.policies import parse_sglang_reply
+
+    # the shape of SGLang's native /generate with return_logprob (meta_info.output_token_logprobs
+    # holds [logprob, token id, text] per token): written from its documentation, not recorded
+    reply = {
+        "text": "ls", "output_ids": [17, 2],
+        "meta_info": {"output_token_logprobs": [[-0.25, 17, None], [-0.5, 2, None]], "prompt_tokens": 4,
+                      "finish_reason": {"type": "stop", "matched": 2}},
+    }  # fmt: skip
+    r = parse_sglang_reply(reply, [1, 2, 3, 4])
+    assert (r.completion_token_ids, r.completion_logprobs, r.finish_reason) == (
+        [17, 2],
+        [-0.25, -0.5],
+        "stop",
+    )
+    disagreeing = {**reply, "output_ids": [17, 3]}
+    assert parse_sglang_reply(disagreeing, [1]).completion_token_ids is None  # neither is kept
+    with pytest.raises(PolicyUnavailableError, match="no meta_info"):
+        parse_sglang_reply({"text": "x"}, [1])

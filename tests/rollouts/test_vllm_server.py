@@ -223,3 +223,68 @@ def test_a_parameter_left_out_is_filled_by_the_server_unseen(server: tuple[str, 
     fresh = _fresh_logprobs(weights, call, 0.7)
     # renormalised over the top 20 within 0.8 of the mass: every token looks likelier than it was
     assert _worst(fresh, call.completion_logprobs or []) > 0.05
+
+
+def _turns(policy: OpenAIChatPolicy, observations: list[str]) -> list[ModelCall]:
+    policy.begin(load_task(TASK))
+    out = []
+    for obs in [None, *observations]:
+        call = policy.step(obs).model_call
+        assert call is not None
+        out.append(call)
+    return out
+
+
+def test_token_in_token_out_keeps_one_history_where_re_rendering_breaks_it(
+    server: tuple[str, str], weights: Path
+) -> None:
+    """Three turns with tool output between them. Sent as ids (the tokenizer and chat template on the
+    client), the episode is one training sequence whose recorded log-probs the learner gives back;
+    sent as messages, every prompt the server renders again is checked against the history, and a
+    break is recorded on the call and starts a new sequence."""
+    import torch
+
+    from learners.hf_model import HFPolicyModel, load_causal_lm
+    from learners.torch_model import sequence_logprobs
+
+    base, mode = server
+    if mode != "processed_logprobs":
+        pytest.skip("one mode is enough for the token history")
+    observations = ["[bash exit=0]\nanswer.txt written", "[bash exit=1]\ncat: nope: No such file"]
+    tito = OpenAIChatPolicy(base, "tiny", temperature=0.7, max_tokens=8, seed=5, tokenizer=str(weights))
+    chat = OpenAIChatPolicy(base, "tiny", temperature=0.7, max_tokens=8, seed=5)
+    try:
+        tito.sync()
+        chat.sync()
+        by_ids = _turns(tito, observations)
+        by_messages = _turns(chat, observations)
+    finally:
+        tito.close()
+        chat.close()
+
+    def rows(calls: list[ModelCall], eid: str) -> list[dict[str, Any]]:
+        docs = [started(eid, sampling=tito.sampling)]
+        docs += [model(eid, i + 1, **c.event_fields()) for i, c in enumerate(calls)]
+        return sample_rows(fold_episode(eid, typed(*docs)))
+
+    one = rows(by_ids, "ep-tito")
+    assert not any(c.history_break for c in by_ids)
+    assert [(r["start"], r["num_calls"], r["problem"]) for r in one] == [("episode", 3, None)]
+    # the tool output and the template's turn markers are in the sequence, masked out of the loss
+    r = one[0]
+    assert 0 in r["response_mask"] and sum(r["response_mask"]) == sum(
+        len(c.completion_token_ids or []) for c in by_ids
+    )
+    ids = torch.tensor([r["prompt_ids"] + r["response_ids"]])
+    mask = torch.tensor([[0] * len(r["prompt_ids"]) + r["response_mask"]])
+    with torch.no_grad():
+        fresh = sequence_logprobs(HFPolicyModel(load_causal_lm(weights, dtype=torch.float32)), ids, mask, 0.7)
+    fresh_loss = [
+        float(x) for x, m in zip(fresh[0, len(r["prompt_ids"]) :], r["response_mask"], strict=True) if m
+    ]
+    recorded = [lp for lp, m in zip(r["response_logprobs"], r["response_mask"], strict=True) if m]
+    assert _worst(fresh_loss, recorded) < 2e-3
+    # re-rendered from text, a history breaks where the text does not give its ids back: each break
+    # is on its call and starts a sequence of its own, never merged by guesswork
+    split = rows(by_messages, "ep-chat")
+    assert sum(c.history_break for c in by_messages) == sum(r["start"] == "history_mismatch" for r in split)

@@ -246,6 +246,12 @@ def test_openai_compatible_policy_records_logprobs(
     assert calls[0].completion_token_ids == list(range(100, 108))
     assert calls[0].prompt_token_ids == list(range(7, 11))  # as the server returned them, not re-tokenised
     assert calls[0].completion_logprobs[0] == pytest.approx(-0.1)
+    # this server's second prompt does not begin with the first prompt and completion: a broken
+    # history, recorded on the call and counted in the outcome
+    assert [c.history_break for c in calls] == [False, True]
+    assert (out.model_calls, out.history_breaks) == (2, 1)
+    assert calls[0].served_by.kind == "vllm" and calls[0].served_by.logprob_semantics == "processed"
+    assert calls[0].sampling["top_k"] == -1 and calls[0].sampling["temperature"] == 0.2
     second = _ChatServer.requests[1]["messages"]
     assert second[-1]["role"] == "user" and "[bash exit=0]" in second[-1]["content"]  # the observation
     assert _ChatServer.requests[0]["logprobs"] is True and _ChatServer.requests[0]["temperature"] == 0.2
