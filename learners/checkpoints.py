@@ -149,7 +149,12 @@ def save_checkpoint(
     if hf_source is not None:
         from learners.hf_model import save_hf
 
-        save_hf(hf_source, weights, tmp / HF_DIR)
+        if save_hf(hf_source, weights, tmp / HF_DIR) != "float32":
+            # the served copy is in the checkpoint's own dtype (bf16, fp16); the fp32 master weights
+            # the next step continues from are kept beside it
+            np.savez(
+                str(tmp / MASTER_FILE), **{k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
+            )  # type: ignore[arg-type]
     else:
         arrays = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
         np.savez(str(tmp / "weights.npz"), **arrays)  # type: ignore[arg-type]
@@ -172,6 +177,10 @@ def save_checkpoint(
     return info
 
 
+MASTER_FILE = "master.npz"
+"""An ``hf`` checkpoint's fp32 master weights, when its ``hf/`` copy is in a narrower dtype."""
+
+
 def load_checkpoint(path: str | Path) -> tuple[CheckpointInfo, ModelConfig, dict[str, np.ndarray]]:
     """Metadata, model configuration and weights of a checkpoint directory."""
     p = Path(path)
@@ -179,6 +188,9 @@ def load_checkpoint(path: str | Path) -> tuple[CheckpointInfo, ModelConfig, dict
     meta["lineage"] = Lineage(**meta["lineage"])
     info = CheckpointInfo(**meta)
     if info.model_format == "hf":
+        if (p / MASTER_FILE).is_file():  # fp32 master weights of a bf16/fp16 hf/ copy
+            with np.load(p / MASTER_FILE) as npz:
+                return info, ModelConfig.from_dict(info.config), {k: npz[k] for k in npz.files}
         return info, ModelConfig.from_dict(info.config), {}  # the weights are the hf/ directory's
     with np.load(p / "weights.npz") as npz:
         weights = {k: npz[k] for k in npz.files}

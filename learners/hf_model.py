@@ -151,12 +151,13 @@ def hf_config(path: str | Path) -> dict[str, int]:
     return {"vocab_size": vocab, "max_len": positions}
 
 
-def save_hf(source: str | Path, weights: Mapping[str, Any], out: str | Path) -> None:
+def save_hf(source: str | Path, weights: Mapping[str, Any], out: str | Path) -> str:
     """Write the model at ``source`` with trained ``weights`` (``HFPolicyModel`` names) to ``out``.
 
     Through ``save_pretrained``, so ``out`` is a complete Hugging Face directory (config,
     safetensors, tied weights handled by the library) that :func:`load_causal_lm` and
-    inference servers open.
+    inference servers open, in ``source``'s own dtype (the weights are cast to it).
+    Returns that dtype's name (``float32``, ``bfloat16``, ...).
     """
     import numpy as np
 
@@ -170,3 +171,4 @@ def save_hf(source: str | Path, weights: Mapping[str, Any], out: str | Path) -> 
     except RuntimeError as exc:
         raise ModelLoadError(f"trained weights do not fit the model at {source}: {exc}") from exc
     cast(Any, model).save_pretrained(str(out))
+    return str(next(model.parameters()).dtype).removeprefix("torch.")

@@ -69,7 +69,14 @@ class CheckpointGenerator:
 
                 # trajlake's character ids: a model trained on them (a real tokenizer's model is
                 # served by an inference server, e.g. vLLM, from the same hf/ directory)
-                self.model = HFPolicyModel(load_causal_lm(self.info.hf_dir, device=self._device))
+                # in fp32, with the master weights when the hf/ copy is narrower: what the learner scores
+                self.model = HFPolicyModel(
+                    load_causal_lm(self.info.hf_dir, device=self._device, dtype=torch.float32)
+                )
+                if weights:
+                    self.model.load_state_dict(
+                        {k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()}
+                    )
             else:
                 self.model = TinyLM(self.cfg).to(self._device)
                 self.model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})

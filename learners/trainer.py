@@ -128,7 +128,8 @@ def _load_start(
     """The model a step starts from: (sizes, weights, parent, Hugging Face directory)."""
     if args.parent:
         info, cfg, weights = load_checkpoint(args.parent)
-        return cfg, (weights if info.hf_dir is None else None), info, info.hf_dir
+        # an hf checkpoint's weights are its hf/ directory's, or its fp32 master weights when it has them
+        return cfg, (weights if info.hf_dir is None or weights else None), info, info.hf_dir
     if args.hf_model:
         from learners.hf_model import hf_config
 
@@ -240,7 +241,9 @@ def _torch_step(
         if hf_path is not None:
             from learners.hf_model import HFPolicyModel, load_causal_lm
 
-            return HFPolicyModel(load_causal_lm(hf_path, device=device))
+            # fp32 master weights whatever the checkpoint's dtype (bf16 for most released models):
+            # the optimiser's small updates are not rounded away, and numpy reads them as they are
+            return HFPolicyModel(load_causal_lm(hf_path, device=device, dtype=torch.float32))
         return TinyLM(cfg).to(device)
 
     model = build()
@@ -513,6 +516,7 @@ def train(
         "logp_mismatch_mean": float(np.mean([r.get("logp_mismatch_mean", 0.0) for r in rows])),
         "logp_mismatch_max": float(np.max([r.get("logp_mismatch_max", 0.0) for r in rows])),
         "samples_excluded": dict(data.skipped),
+        "param_dtype": "float32",
         "token_history": dict(data.token_history),
         "sequences_truncated": truncated(data, cfg.max_len),
         "zero_advantage_groups": zero_groups,

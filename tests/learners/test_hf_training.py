@@ -120,3 +120,55 @@ def test_a_hugging_face_model_trains_from_the_lake_and_checkpoints_as_a_hugging_
     assert completion.completion_ids and len(completion.logprobs) == len(completion.completion_ids)
     with pytest.raises(Exception, match="torch backend"):
         train(TrainArgs(**args, hf_model=str(gpt2_dir), backend="jax", incremental=False))
+
+
+def test_a_bf16_checkpoint_trains_with_fp32_master_weights_and_is_written_back_in_bf16(
+    kafka: EmbeddedKafka, gpt2_dir: Path, tmp_path: Path
+) -> None:
+    """Most released checkpoints are bf16: the learner keeps fp32 master weights (numpy sees float32,
+    the optimiser updates what bf16 would round away) and writes the served copy in the checkpoint's
+    own dtype."""
+    import json
+
+    import numpy as np
+
+    bf16_dir = tmp_path / "gpt2-bf16"
+    load_causal_lm(gpt2_dir).to(torch.bfloat16).save_pretrained(bf16_dir)
+    assert load_causal_lm(bf16_dir).transformer.h[0].attn.c_attn.weight.dtype == torch.bfloat16
+    topic = f"t.hf16.{os.getpid()}.{random.getrandbits(24):06x}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
+    cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
+    start = HFPolicyModel(load_causal_lm(bf16_dir, dtype=torch.float32))
+    docs = _episodes(start, ["abc", "dog", "sun", "key"], "h")
+    produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for d in docs])
+    run_once(cfg)
+    res = train(TrainArgs(lake=cfg.lake_root, checkpoint_root=str(tmp_path / "ckpt"), judge_name="tests",
+                          epochs=4, batch_size=4, lr=3e-3, device="cpu", hf_model=str(bf16_dir)))  # fmt: skip
+    assert res.checkpoint is not None and res.samples == 8
+    info, _, weights = load_checkpoint(res.checkpoint.path)
+    assert all(np.asarray(w).dtype == np.float32 for w in weights.values())  # the master weights
+    assert info.lineage.metrics["param_dtype"] == "float32"
+    assert res.metrics[0]["logp_mismatch_max"] < 1e-4  # scored as the fp32 master that "sampled" them
+    assert (
+        json.loads((Path(str(info.hf_dir)) / "config.json").read_text()).get("dtype", "bfloat16")
+        in ("bfloat16",)
+        or json.loads((Path(str(info.hf_dir)) / "config.json").read_text()).get("torch_dtype") == "bfloat16"
+    )
+    served = load_causal_lm(info.hf_dir)
+    assert served.transformer.h[0].attn.c_attn.weight.dtype == torch.bfloat16
+    # the next step continues from the master weights, not from their bf16 rounding
+    from learners.trainer import _load_start
+
+    child = TrainArgs(
+        lake=cfg.lake_root, checkpoint_root=str(tmp_path / "c"), judge_name="tests", parent=info.path
+    )
+    start_weights = _load_start(child)[1]
+    assert start_weights is not None and all(np.array_equal(start_weights[k], weights[k]) for k in weights)
+    master = HFPolicyModel(load_causal_lm(bf16_dir, dtype=torch.float32))
+    master.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
+    gen = CheckpointGenerator(info.path, greedy=True, max_new_tokens=6)  # served in-process: the master
+    c = gen("rev:abc=")
+    assert c.logprobs == pytest.approx(
+        tm.sequence_logprobs(master, torch.tensor([c.prompt_ids + c.completion_ids]),
+                             torch.tensor([[0] * len(c.prompt_ids) + [1] * len(c.completion_ids)]))[0,
+                             len(c.prompt_ids):].tolist(), abs=1e-5)  # fmt: skip
