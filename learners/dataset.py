@@ -223,14 +223,32 @@ class SampleSet:
         return float(pc.mean(per_ep.column("reward_max")).as_py())
 
     def keep(self, mask: np.ndarray | Sequence[bool], reason: str) -> int:
-        """Keep the rows where ``mask`` is true, count the others in ``skipped[reason]``; return how many."""
-        keep = pa.array(np.asarray(mask, dtype=bool))
-        dropped = len(self) - int(pc.sum(keep).as_py() or 0)
+        """Keep the rows where ``mask`` is true, count the others in ``skipped[reason]``; return how many.
+
+        Groups stay whole: the rows of a group that lost a member here go too, counted as
+        ``partial_group`` (a baseline over the survivors would not be the group's).
+        """
+        keep = np.asarray(mask, dtype=bool)
+        dropped = len(self) - int(keep.sum())
         if dropped:
-            self.table = self.table.filter(keep)
             self.skipped[reason] += dropped
+            self.table, partial = _whole_groups(self.table, keep)
+            if partial:
+                self.skipped["partial_group"] += partial
             self._objects = None
         return dropped
+
+
+def _whole_groups(table: pa.Table, keep: np.ndarray) -> tuple[pa.Table, int]:
+    """``table`` without the rows ``keep`` drops and without the rest of their groups.
+
+    Returns the table and how many rows went only because their group lost one.
+    """
+    lost = pc.unique(pc.filter(table.column("group_id"), pa.array(~keep)))
+    whole = pc.invert(pc.is_in(table.column("group_id"), value_set=lost))
+    survivors = pa.array(keep) if not len(lost) else pc.and_(pa.array(keep), whole)
+    partial = int(pc.sum(pc.and_(pa.array(keep), pc.invert(whole))).as_py() or 0) if len(lost) else 0
+    return table.filter(survivors), partial
 
 
 def pinned_versions(
@@ -459,6 +477,8 @@ def _trainable_rows(
         pc.value_counts(problems.drop_null()).to_pylist() if problems.null_count < len(problems) else []
     ):
         skipped[item["values"]] += item["counts"]
+    bad_episodes = set(pc.unique(pc.filter(rows.column("episode_id"), pc.is_valid(problems))).to_pylist())
+    lost_groups = {keep[e]["group_id"] or e for e in bad_episodes if e in keep}
     rows = rows.filter(pc.is_null(problems))
     history["merged_calls"] = int(pc.sum(rows.column("num_calls")).as_py() or 0) - rows.num_rows
     history = +history  # only what happened
@@ -491,6 +511,12 @@ def _trainable_rows(
         },
         schema=SAMPLE_SCHEMA,
     )  # fmt: skip
+    if lost_groups:  # a group with an untrainable row is not trained on (its baseline would be a part's)
+        in_lost = pc.is_in(table.column("group_id"), value_set=pa.array(sorted(lost_groups), pa.string()))
+        partial = int(pc.sum(in_lost).as_py() or 0)
+        if partial:
+            skipped["partial_group"] += partial
+            table = table.filter(pc.invert(in_lost))
     order = [("group_id", "ascending"), ("episode_id", "ascending"), ("sequence", "ascending")]
     return table.sort_by(order), history
 

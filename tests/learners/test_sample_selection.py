@@ -209,3 +209,25 @@ def test_multi_turn_episodes_are_one_sequence_and_a_partial_group_waits_only_so_
     }
     assert rows["m1"]["prompt"] == [{"role": "user", "content": "go"}]
     assert [m["content"] for m in rows["m1"]["completion"]] == ["a", "b"]
+
+
+def test_a_group_that_loses_a_member_to_a_row_exclusion_is_dropped_whole(
+    kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    """The baseline of a group is its mean reward: over survivors it would be another group's."""
+    topic = f"t.whole.{os.getpid()}.{random.getrandbits(24):06x}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
+    cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
+    untrainable = [started("p2", group_id="gp"), model("p2", 1),  # no token data
+                   reward("p2", 2, verdict="fail"), ended("p2", 3)]  # fmt: skip
+    docs = [*_episode("p1", "gp"), *untrainable, *_episode("q1", "gq"), *_episode("q2", "gq", verdict="fail"),
+            *_episode("r1", "gr"), *_episode("r2", "gr", verdict="fail")]  # fmt: skip
+    produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for d in docs])
+    run_once(cfg)
+    data = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests"))
+    assert sorted(s.episode_id for s in data.samples) == ["q1", "q2", "r1", "r2"]
+    assert (data.skipped["no_token_data"], data.skipped["partial_group"]) == (1, 1)
+    # a filter the learner applies later (policy lag, vocabulary) keeps groups whole too
+    assert data.keep([s.episode_id != "r2" for s in data.samples], "policy_lag") == 1
+    assert sorted(s.episode_id for s in data.samples) == ["q1", "q2"]
+    assert (data.skipped["policy_lag"], data.skipped["partial_group"]) == (1, 2)
