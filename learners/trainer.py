@@ -185,6 +185,48 @@ def policy_lags(policy_versions: Sequence[str], lineage: Sequence[str]) -> list[
     return [position.get(v) for v in policy_versions]
 
 
+def _lake_uri(lake: str) -> str:
+    return lake if "://" in lake else str(Path(lake).resolve())
+
+
+def selection_of(args: TrainArgs) -> dict[str, Any]:
+    """What a step selects to train on, beside its judge (recorded in the lineage's ``selection``)."""
+    return {
+        "lake": _lake_uri(args.lake),
+        "tasks": sorted(args.task_ids) if args.task_ids is not None else None,
+        "families": None,
+        "max_group_wait_s": args.max_group_wait_s,
+        "max_policy_lag": args.max_policy_lag,
+    }
+
+
+def _check_selection(args: TrainArgs, parent: CheckpointInfo) -> None:
+    """Refuse an incremental read whose lake or selection differs from the parent's.
+
+    It reads what became trainable since the parent's snapshot: with another selection, episodes
+    outside the parent's would look trained already and be skipped for good.
+    """
+    from learners.errors import LearnerConfigError
+
+    if parent.lineage.lake_uri and parent.lineage.lake_uri != _lake_uri(args.lake):
+        raise LearnerConfigError(
+            f"the parent {parent.checkpoint_id} was trained on the lake {parent.lineage.lake_uri}, this step "
+            f"reads {_lake_uri(args.lake)}: an incremental read needs the parent's lake (or --full)"
+        )
+    before = parent.lineage.metrics.get("selection")
+    if not isinstance(before, dict):
+        return  # a parent from before selections were recorded
+    now = selection_of(args)
+    differs = [f"{k} {before.get(k)!r} -> {now[k]!r}" for k in ("tasks", "families", "max_group_wait_s",
+               "max_policy_lag") if before.get(k) != now[k]]  # fmt: skip
+    if differs:
+        raise LearnerConfigError(
+            f"this step selects other data than its parent {parent.checkpoint_id} ({'; '.join(differs)}): "
+            "an incremental read would skip episodes that look trained already; keep the parent's selection, "
+            "or train with --full"
+        )
+
+
 def _parent_lineage(lake: str, parent: CheckpointInfo | None) -> list[str]:
     if parent is None:
         return []
@@ -482,11 +524,20 @@ def train(
     since = (
         parent.lineage.table_versions if (parent and args.incremental and parent.lineage.lake_uri) else None
     )
+    judge_version, judge_from = args.judge_version, "given" if args.judge_version else "most_common"
+    if since and parent is not None:
+        _check_selection(args, parent)
+        if (
+            judge_version is None
+            and parent.lineage.judge_name == args.judge_name
+            and parent.lineage.judge_version
+        ):
+            judge_version, judge_from = parent.lineage.judge_version, "parent"  # inherited, and said so
     data: SampleSet = load_samples(
         DatasetSpec(
             lake=args.lake,
             judge_name=args.judge_name,
-            judge_version=args.judge_version,
+            judge_version=judge_version,
             since=since or None,
             since_judge_version=parent.lineage.judge_version if (since and parent) else None,
             task_ids=frozenset(args.task_ids) if args.task_ids is not None else None,
@@ -516,6 +567,10 @@ def train(
         "logp_mismatch_mean": float(np.mean([r.get("logp_mismatch_mean", 0.0) for r in rows])),
         "logp_mismatch_max": float(np.max([r.get("logp_mismatch_max", 0.0) for r in rows])),
         "samples_excluded": dict(data.skipped),
+        "selection": {
+            **selection_of(args),
+            "judge": {"name": data.judge_name, "version": data.judge_version, "from": judge_from},
+        },
         "param_dtype": "float32",
         "token_history": dict(data.token_history),
         "sequences_truncated": truncated(data, cfg.max_len),
@@ -536,7 +591,7 @@ def train(
         config=cfg,
         weights=new_weights,
         lineage=Lineage(
-            lake_uri=str(Path(args.lake).resolve()),
+            lake_uri=_lake_uri(args.lake),
             table_versions=data.table_versions,
             judge_name=data.judge_name,
             judge_version=data.judge_version,

@@ -220,6 +220,8 @@ def lineage(
             )
         checkpoint = max(rows.values(), key=lambda r: r["created_at"])["checkpoint_id"]
     chain = lineage_chain(lake, checkpoint)
+    for r in chain:  # what each step selected (lake, judge, task filter, bounds), from its metrics
+        r["selection"] = json.loads(r.get("metrics") or "{}").get("selection")
     if as_json:
         print(json.dumps(chain, default=str, indent=2))
         return

@@ -157,3 +157,28 @@ def test_pinned_reads_exclusions_increments_training_and_lineage(world: dict[str
         )
     )
     assert again.checkpoint is None and again.samples == 0
+    # the selection is part of the lineage: what the step read, and the judge it kept
+    selection = res.checkpoint.lineage.metrics["selection"]
+    assert selection["lake"] == str(Path(lake).resolve()) and selection["tasks"] is None
+    # (its parent, a warm start, read no lake: the version most rewards have)
+    assert selection["judge"] == {"name": judge.name, "version": judge.version, "from": "most_common"}
+    # an incremental read with another selection or another lake would skip episodes for good: refused
+    from learners.errors import LearnerConfigError
+
+    with pytest.raises(
+        LearnerConfigError, match=r"other data than its parent .*tasks None -> \['wordplay-004'\]"
+    ):
+        train(TrainArgs(lake=lake, checkpoint_root=str(root / "ckpt"), judge_name=judge.name,
+                        parent=res.checkpoint.path, task_ids=["wordplay-004"]))  # fmt: skip
+    with pytest.raises(LearnerConfigError, match="needs the parent's lake"):
+        other = str(root / "other-lake")
+        train(TrainArgs(lake=other, checkpoint_root=str(root / "ckpt"), judge_name=judge.name,
+                        parent=res.checkpoint.path))  # fmt: skip
+    # a child of a lake-trained parent keeps its judge version unless told otherwise, and says so
+    _episodes(world, ["wordplay-005"], 2, "g3")
+    _fold(world)
+    child_args = TrainArgs(lake=lake, checkpoint_root=str(root / "ckpt"), judge_name=judge.name, epochs=1,
+                           parent=res.checkpoint.path, drop_zero_advantage_groups=False)  # fmt: skip
+    child = train(child_args)
+    assert child.checkpoint is not None
+    assert child.checkpoint.lineage.metrics["selection"]["judge"]["from"] == "parent"

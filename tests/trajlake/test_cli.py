@@ -227,6 +227,10 @@ def test_demo_runs_the_closed_loop_end_to_end(tmp_path: Path) -> None:
         assert len(rejudged) == 200 and {r["judge_name"] for r in rejudged} == {"answer"}
         lineage = run(home, port, "lineage", "latest").stdout
         assert "answer" in lineage and "supervised warm start" in lineage
+        # the newest step's selection: the lake, the judge and its version, the task filter
+        selection = json.loads(run(home, port, "lineage", "latest", "--json").stdout)[0]["selection"]
+        assert selection["lake"] == str((home / "lake").resolve()) and selection["judge"]["name"] == "answer"
+        assert selection["judge"]["version"] and selection["tasks"]
         # Adam's state went from checkpoint to checkpoint
         ckpts = sorted((home / "checkpoints").glob("tinylm-*/optimizer.npz"))
         assert len(ckpts) == 4
