@@ -521,7 +521,7 @@ def _trainable_rows(
     return table.sort_by(order), history
 
 
-def episode_advantages(samples: Sequence[Sample] | pa.Table) -> np.ndarray:
+def episode_advantages(samples: Sequence[Sample] | pa.Table, *, scale: bool = True) -> np.ndarray:
     """Group-relative advantage per sample, with the group statistics taken over *episodes*.
 
     An episode with several sequences is one member of its group (its reward
@@ -540,7 +540,7 @@ def episode_advantages(samples: Sequence[Sample] | pa.Table) -> np.ndarray:
     group = (
         pc.dictionary_encode(table.column("group_id")).combine_chunks().indices.to_numpy(zero_copy_only=False)
     )
-    per_episode = group_advantages_np(rewards.astype(np.float64), group[first])
+    per_episode = group_advantages_np(rewards.astype(np.float64), group[first], scale=scale)
     return np.asarray(per_episode[ep_index], dtype=np.float64)
 
 
@@ -605,6 +605,7 @@ class Batches:
         batch_size: int,
         max_len: int,
         seed: int = 0,
+        scale_advantages: bool = True,
     ) -> None:
         if isinstance(samples, SampleSet):
             self.table = samples.table
@@ -616,7 +617,7 @@ class Batches:
         self.batch_size = batch_size
         self.max_len = max_len
         self.rng = np.random.default_rng(seed)
-        self.advantages = episode_advantages(self.table)
+        self.advantages = episode_advantages(self.table, scale=scale_advantages)
         self.arrays = collate(self.table, self.advantages, max_len) if self.n else {}
         # per row, the width actually used, so a minibatch is trimmed to its longest row (by length:
         # PAD is an ordinary token id in many vocabularies)
@@ -701,8 +702,13 @@ def truncated(data: SampleSet, max_len: int) -> int:
     return int((full > max_len).sum())
 
 
-def group_advantages_np(rewards: np.ndarray, groups: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """(r - mean_g) / (std_g + eps) per group, population std; constant groups get 0 (numpy, vectorised)."""
+def group_advantages_np(
+    rewards: np.ndarray, groups: np.ndarray, eps: float = 1e-6, *, scale: bool = True
+) -> np.ndarray:
+    """(r - mean_g) / (std_g + eps) per group, population std; constant groups get 0 (numpy, vectorised).
+
+    ``scale=False``: ``r - mean_g`` only (Dr. GRPO).
+    """
     if not len(rewards):
         return np.zeros(0, dtype=np.float64)
     r = np.asarray(rewards, dtype=np.float64)
@@ -714,5 +720,5 @@ def group_advantages_np(rewards: np.ndarray, groups: np.ndarray, eps: float = 1e
     hi = np.full(len(count), -np.inf)
     np.minimum.at(lo, g, r)
     np.maximum.at(hi, g, r)
-    adv = (r - mean[g]) / (np.sqrt(var)[g] + eps)
+    adv = (r - mean[g]) / (np.sqrt(var)[g] + eps) if scale else r - mean[g]
     return np.where((hi == lo)[g], 0.0, adv)

@@ -54,6 +54,7 @@ def policy_loss(
     kl_coef: float = 0.0,
     is_weights: jax.Array | None = None,
     dual_clip: float | None = None,
+    clip_eps_high: float | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """The clipped, importance-weighted policy-gradient loss (GRPO-style), token-mean over the mask.
 
@@ -75,6 +76,8 @@ def policy_loss(
         advantages: ``[B]`` one advantage per sequence (no gradient).
         mask: ``[B, T]`` float (or bool), 1 at completion tokens.
         clip_eps: the ratio is clipped to ``[1 - clip_eps, 1 + clip_eps]``.
+        clip_eps_high: the upper bound's own epsilon (clip-higher, DAPO: ``[1 - clip_eps,
+            1 + clip_eps_high]``, room for unlikely tokens to rise); ``None``: ``clip_eps``.
         ref_logp: ``[B, T]`` log-probabilities under the reference policy (no gradient); the KL term is 0
             without it.
         kl_coef: weight of the KL term.
@@ -96,7 +99,7 @@ def policy_loss(
     log_ratio = jnp.where(on, new_logp - old_logp, 0.0)
     ratio = jnp.exp(log_ratio)
     adv = jax.lax.stop_gradient(jnp.asarray(advantages).astype(dtype))[:, None]
-    clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + (clip_eps if clip_eps_high is None else clip_eps_high))
     obj = jnp.minimum(ratio * adv, clipped * adv)
     if dual_clip is not None:  # a stale sample with A < 0 and a huge ratio cannot dominate the batch
         obj = jnp.where(adv < 0, jnp.maximum(obj, dual_clip * adv), obj)

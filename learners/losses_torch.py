@@ -52,6 +52,7 @@ def policy_loss(
     kl_coef: float = 0.0,
     is_weights: torch.Tensor | None = None,
     dual_clip: float | None = None,
+    clip_eps_high: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The clipped, importance-weighted policy-gradient loss (GRPO-style), token-mean over the mask.
 
@@ -73,6 +74,8 @@ def policy_loss(
         advantages: ``[B]`` one advantage per sequence (detached).
         mask: ``[B, T]`` float (or bool), 1 at completion tokens.
         clip_eps: the ratio is clipped to ``[1 - clip_eps, 1 + clip_eps]``.
+        clip_eps_high: the upper bound's own epsilon (clip-higher, DAPO: ``[1 - clip_eps,
+            1 + clip_eps_high]``, room for unlikely tokens to rise); ``None``: ``clip_eps``.
         ref_logp: ``[B, T]`` log-probabilities under the reference policy (detached); the KL term is 0
             without it.
         kl_coef: weight of the KL term.
@@ -94,7 +97,7 @@ def policy_loss(
     log_ratio = torch.where(on, new_logp - old_logp, zero)
     ratio = torch.exp(log_ratio)
     adv = advantages.detach().to(new_logp.dtype)[:, None]
-    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + (clip_eps if clip_eps_high is None else clip_eps_high))
     obj = torch.minimum(ratio * adv, clipped * adv)
     if dual_clip is not None:  # a stale sample with A < 0 and a huge ratio cannot dominate the batch
         obj = torch.where(adv < 0, torch.maximum(obj, dual_clip * adv), obj)

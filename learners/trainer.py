@@ -80,6 +80,11 @@ class TrainArgs:
     """PPO-style ratio clip (around the proximal policy: the parameters at the start of this step)."""
     dual_clip: float | None = 3.0
     """Dual-clip bound for negative advantages (Ye et al. 2020), so a stale sample's loss stays bounded."""
+    clip_eps_high: float | None = None
+    """Clip-higher (DAPO): the ratio's upper bound is ``1 + clip_eps_high`` (``None``: ``clip_eps``)."""
+    scale_advantages: bool = True
+    """Divide each group's centred rewards by the group's std (GRPO); ``False``: centred only (Dr. GRPO,
+    no difficulty bias from the std)."""
     max_group_wait_s: float | None = 3600.0
     """A group not whole this many seconds (log time) after its first member ended is dropped and
     counted as ``group_expired`` (``None``: it waits for ever); see :class:`DatasetSpec`."""
@@ -93,7 +98,10 @@ class TrainArgs:
     """Truncation of the rollout-correction weight ``pi_prox / pi_behaviour`` per token (token-level
     truncated IS, as verl's rollout correction; the decoupled objective of AReaL)."""
     kl_coef: float = 0.0
-    """Weight of the KL penalty to the parent policy (0: none)."""
+    """Weight of the KL penalty to the reference policy (0: none)."""
+    kl_reference: str | None = None
+    """A checkpoint held fixed as the KL reference across steps (e.g. the supervised start), distinct
+    from the proximal policy; ``None``: the parent (the parameters this step starts from)."""
     max_grad_norm: float = 1.0
     """Gradient clipping."""
     seed: int = 0
@@ -183,6 +191,17 @@ def policy_lags(policy_versions: Sequence[str], lineage: Sequence[str]) -> list[
     """
     position = {c: i for i, c in enumerate(lineage)}
     return [position.get(v) for v in policy_versions]
+
+
+def _reference_weights(path: str) -> tuple[dict[str, np.ndarray], Path | None]:
+    """A fixed KL reference checkpoint's weights (and its Hugging Face directory, if it is one)."""
+    from learners.errors import LearnerConfigError
+
+    try:
+        info, _, weights = load_checkpoint(path)
+    except (OSError, ValueError, KeyError) as exc:
+        raise LearnerConfigError(f"the KL reference {path} is not a readable checkpoint: {exc}") from exc
+    return weights, info.hf_dir
 
 
 def _lake_uri(lake: str) -> str:
@@ -291,8 +310,19 @@ def _torch_step(
     model = build()
     if weights is not None:
         model.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
-    ref = None
-    if args.kl_coef > 0 and (weights is not None or hf_path is not None):
+    ref: torch.nn.Module | None = None
+    if args.kl_coef > 0 and args.kl_reference is not None:
+        ref_weights, ref_hf = _reference_weights(args.kl_reference)
+        if ref_hf is not None:
+            from learners.hf_model import HFPolicyModel, load_causal_lm
+
+            ref = HFPolicyModel(load_causal_lm(ref_hf, device=device, dtype=torch.float32))
+        else:
+            ref = TinyLM(cfg).to(device)
+        if ref_weights:
+            ref.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in ref_weights.items()})
+        ref.eval()
+    elif args.kl_coef > 0 and (weights is not None or hf_path is not None):
         ref = build()
         ref.load_state_dict(model.state_dict())
         ref.eval()
@@ -348,6 +378,7 @@ def _torch_step(
                 batch["advantages"],
                 batch["completion_mask"],
                 clip_eps=args.clip_eps,
+                clip_eps_high=args.clip_eps_high,
                 ref_logp=None if ref_logp is None else ref_logp.float(),
                 kl_coef=args.kl_coef,
                 is_weights=batch["is_weights"],
@@ -461,6 +492,9 @@ def _jax_step(
 
     params = params_from_numpy(weights) if weights is not None else init_params(cfg, args.seed)
     ref_params = params if args.kl_coef > 0 and weights is not None else None
+    if args.kl_coef > 0 and args.kl_reference is not None:
+        ref_weights, _ = _reference_weights(args.kl_reference)
+        ref_params = params_from_numpy(ref_weights)
 
     def loss_fn(p: dict[str, Any], batch: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         temp = batch["temperature"]
@@ -472,7 +506,7 @@ def _jax_step(
             )
         return policy_loss(
             new_logp, batch["prox_logp"], batch["advantages"], batch["completion_mask"],
-            clip_eps=args.clip_eps, ref_logp=ref_logp, kl_coef=args.kl_coef,
+            clip_eps=args.clip_eps, clip_eps_high=args.clip_eps_high, ref_logp=ref_logp, kl_coef=args.kl_coef,
             is_weights=batch["is_weights"], dual_clip=args.dual_clip,
         )  # fmt: skip
 
@@ -641,7 +675,8 @@ def update(
                 "the parent's optimizer.npz does not match its weights (" + ", ".join(bad[:3] or ["names"])
                 + "); train with resume_optimizer=False"
             )  # fmt: skip
-    batches = Batches(samples, batch_size=args.batch_size, max_len=cfg.max_len, seed=args.seed)
+    batches = Batches(samples, batch_size=args.batch_size, max_len=cfg.max_len, seed=args.seed,
+                      scale_advantages=args.scale_advantages)  # fmt: skip
     if args.backend == "torch":
         return _torch_step(cfg, weights, batches, args, on_step, opt_state, hf_path)
     return _jax_step(cfg, weights, batches, args, on_step, opt_state)

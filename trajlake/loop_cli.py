@@ -107,7 +107,23 @@ def train(
     epochs: Annotated[int, typer.Option(min=1, help="Passes over the new samples.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Minibatch size.")] = 32,
     lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 3e-4,
-    kl_coef: Annotated[float, typer.Option(min=0.0, help="KL penalty to the parent (0: none).")] = 0.0,
+    kl_coef: Annotated[float, typer.Option(min=0.0, help="KL penalty to the reference (0: none).")] = 0.0,
+    kl_reference: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            file_okay=False,
+            help="A checkpoint held fixed as the KL reference "
+            "(default: the parent, the parameters the step starts from).",
+        ),
+    ] = None,
+    clip_high: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="Clip-higher: the ratio's upper epsilon (default: the lower)."),
+    ] = None,
+    std_norm: Annotated[
+        bool, typer.Option(help="Divide group-centred rewards by the group's std (--no-std-norm: Dr. GRPO).")
+    ] = True,
     full: Annotated[
         bool, typer.Option(help="Read every episode, not only those new since the parent.")
     ] = False,
@@ -149,6 +165,9 @@ def train(
         batch_size=batch_size,
         lr=lr,
         kl_coef=kl_coef,
+        kl_reference=str(kl_reference) if kl_reference else None,
+        clip_eps_high=clip_high,
+        scale_advantages=std_norm,
         incremental=not full,
         device=device,
         hf_model=str(hf_model) if hf_model else None,

@@ -177,8 +177,12 @@ def test_pinned_reads_exclusions_increments_training_and_lineage(world: dict[str
     # a child of a lake-trained parent keeps its judge version unless told otherwise, and says so
     _episodes(world, ["wordplay-005"], 2, "g3")
     _fold(world)
+    # with a fixed KL reference (the warm start), distinct from the proximal policy (the parent): the
+    # penalty is not 0 at the first minibatch, where the model still is the parent
     child_args = TrainArgs(lake=lake, checkpoint_root=str(root / "ckpt"), judge_name=judge.name, epochs=1,
-                           parent=res.checkpoint.path, drop_zero_advantage_groups=False)  # fmt: skip
+                           parent=res.checkpoint.path, drop_zero_advantage_groups=False, kl_coef=0.1,
+                           kl_reference=world["ckpt"].path, clip_eps_high=0.28,
+                           scale_advantages=False)  # fmt: skip
     child = train(child_args)
-    assert child.checkpoint is not None
+    assert child.checkpoint is not None and child.metrics[0]["kl"] > 0.0
     assert child.checkpoint.lineage.metrics["selection"]["judge"]["from"] == "parent"

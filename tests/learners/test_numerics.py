@@ -215,6 +215,18 @@ def test_policy_loss_hand_computed() -> None:
         new, old, torch.tensor([1.0], dtype=torch.float64), mask, ref_logp=ref, kl_coef=3.0
     )
     assert abs(float(m_kl["kl"]) - (math.exp(-0.5) + 0.5 - 1)) < 1e-12
+    # clip-higher: the upper bound has its own epsilon (1.5 is clipped to 1.28, e^0.3 = 1.35 too)
+    loss_hi, _ = lt.policy_loss(new, old, torch.tensor([1.0], dtype=torch.float64), mask, clip_eps_high=0.28)
+    assert abs(float(loss_hi) - (-1.28 - 1.28 - 1.28) / 3) < 1e-12
+
+
+def test_dr_grpo_advantages_are_centred_rewards_without_the_std() -> None:
+    from learners.dataset import group_advantages_np
+
+    rewards, groups = np.array([1.0, 2.0, 3.0, 0.0, 4.0, 5.0, 5.0]), np.array([0, 0, 0, 1, 1, 2, 2])
+    np.testing.assert_allclose(group_advantages_np(rewards, groups, scale=False), [-1, 0, 1, -2, 2, 0, 0])
+    scaled = group_advantages_np(rewards, groups)
+    assert abs(scaled[0] + 1 / math.sqrt(2 / 3)) < 1e-5  # GRPO's default divides by the group's std
 
 
 @pytest.mark.parametrize("framework", ["torch", "jax"])
@@ -274,10 +286,13 @@ def loss_inputs(dtype: np.dtype) -> dict[str, np.ndarray]:
     }
 
 
+@pytest.mark.parametrize("clip_eps_high", [None, 0.28])
 @pytest.mark.parametrize(("dtype", "tol"), [(np.float64, 1e-6), (np.float32, 1e-5)])
-def test_torch_and_jax_losses_and_gradients_agree(dtype: np.dtype, tol: float) -> None:
+def test_torch_and_jax_losses_and_gradients_agree(
+    dtype: np.dtype, tol: float, clip_eps_high: float | None
+) -> None:
     x = loss_inputs(dtype)
-    kw = {"clip_eps": 0.2, "kl_coef": 0.1}
+    kw = {"clip_eps": 0.2, "kl_coef": 0.1, "clip_eps_high": clip_eps_high}
     with jax_x64() if dtype == np.float64 else contextlib.nullcontext():
         adv_t = lt.group_advantages(torch.from_numpy(x["rewards"]), torch.from_numpy(x["groups"]))
         adv_j = lj.group_advantages(jnp.asarray(x["rewards"]), jnp.asarray(x["groups"]))
