@@ -30,59 +30,91 @@ from learners.errors import LearnerConfigError
 
 FORMATS = ("verl", "trl", "openrlhf", "hf")
 
-_MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
+_TOOL_CALL = pa.struct([
+    pa.field("id", pa.string()), pa.field("type", pa.string()),
+    pa.field("function", pa.struct([pa.field("name", pa.string()), pa.field("arguments", pa.string())])),
+])  # fmt: skip
+_MESSAGE = pa.struct([
+    pa.field("role", pa.string()), pa.field("content", pa.string()),
+    pa.field("tool_calls", pa.list_(_TOOL_CALL)), pa.field("tool_call_id", pa.string()),
+    pa.field("reasoning_content", pa.string()),
+])  # fmt: skip
+"""A chat message as the trainers' chat templates take it: tool calls, their ids and reasoning kept."""
 
 
-def _plain(messages: list[dict[str, Any]] | None) -> list[dict[str, str]]:
-    return [
-        {"role": str(m.get("role", "user")), "content": str(m.get("content") or "")} for m in messages or []
-    ]
+def _tool_call(c: dict[str, Any]) -> dict[str, Any]:
+    fn = c.get("function") or {}
+    args = fn.get("arguments")
+    return {"id": str(c.get("id") or ""), "type": str(c.get("type") or "function"),
+            "function": {"name": str(fn.get("name") or ""),
+                         "arguments": args if isinstance(args, str) else json.dumps(args or {})}}  # fmt: skip
 
 
-def _messages(s: Sample) -> list[dict[str, str]]:
-    return _plain(s.messages)
+def _chat(messages: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Messages with what a chat template needs of them: role, content, tool calls and ids, reasoning."""
+    out = []
+    for m in messages or []:
+        msg: dict[str, Any] = {"role": str(m.get("role", "user")), "content": str(m.get("content") or "")}
+        if m.get("tool_calls"):
+            msg["tool_calls"] = [_tool_call(c) for c in m["tool_calls"]]
+        if m.get("tool_call_id"):
+            msg["tool_call_id"] = str(m["tool_call_id"])
+        reasoning = m.get("reasoning_content") or m.get("reasoning")
+        if reasoning:
+            msg["reasoning_content"] = str(reasoning)
+        out.append(msg)
+    return out
 
 
-def _replies(s: Sample) -> list[dict[str, str]]:
+def _messages(s: Sample) -> list[dict[str, Any]]:
+    return _chat(s.messages)
+
+
+def _replies(s: Sample) -> list[dict[str, Any]]:
     """What followed the prompt (one assistant reply; a multi-turn sequence's replies and tool results)."""
-    return _plain(s.response_messages) or [{"role": "assistant", "content": s.completion}]
+    return _chat(s.response_messages) or [{"role": "assistant", "content": s.completion}]
+
+
+def _columnar(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages with every field of :data:`_MESSAGE` (parquet needs one shape)."""
+    return [{"tool_calls": None, "tool_call_id": None, "reasoning_content": None, **m} for m in messages]
 
 
 def _response_mask(s: Sample) -> list[int]:
-    return [0] * len(s.prompt_ids) + (s.completion_mask or [1] * len(s.completion_ids))
+    """The loss mask over the response (what ``rollout_log_probs`` has one entry per)."""
+    return s.completion_mask or [1] * len(s.completion_ids)
 
 
 def _verl(data: SampleSet, out: Path) -> None:
-    rows = []
+    """The RL parquet for verl, one row per task, and the token-level samples beside it.
+
+    verl's own rollouts sample the G attempts of each task; ``tokens.parquet`` holds the recorded
+    ones (response-length masks and log-probs, ``uid`` = the group) for its off-policy path.
+    """
+    rows: list[dict[str, Any]] = []
     tokens = []
-    for i, s in enumerate(data.samples):
-        rows.append(
-            {
+    seen: set[str] = set()
+    for s in data.samples:
+        if s.task_id not in seen:
+            seen.add(s.task_id)
+            rows.append({
                 "data_source": f"trajlake/{s.task_family or 'tasks'}",
-                "prompt": _messages(s),
+                "prompt": _columnar(_messages(s)),
                 "ability": "agent",
-                "reward_model": {
-                    "style": "trajlake-judge",
-                    "ground_truth": json.dumps(
-                        {"judge": data.judge_name, "version": data.judge_version, "score": s.reward}
-                    ),
-                },
-                "extra_info": {
-                    "index": i,
-                    "split": "train",
-                    "episode_id": s.episode_id,
-                    "task_id": s.task_id,
-                    "group_id": s.group_id,
-                    "policy_version": s.policy_version,
-                    "response": s.completion,
-                    "reward": s.reward,
-                },
-            }
-        )
+                # a reference the reward function resolves to the task's judge (no stale score)
+                "reward_model": {"style": "trajlake", "ground_truth": json.dumps(
+                    {"task_id": s.task_id, "family": s.task_family, "judge": data.judge_name,
+                     "judge_version": data.judge_version})},
+                "agent_name": "tool_agent",
+                "extra_info": {"index": len(rows), "split": "train", "task_id": s.task_id,
+                               "family": s.task_family or "", "tools_kwargs": "{}"},
+            })  # fmt: skip
         tokens.append(
             {
                 "uid": s.group_id,
                 "episode_id": s.episode_id,
+                "prompts": s.prompt_ids,
+                "responses": s.completion_ids,
                 "input_ids": s.prompt_ids + s.completion_ids,
                 "prompt_length": len(s.prompt_ids),
                 "response_mask": _response_mask(s),
@@ -92,33 +124,21 @@ def _verl(data: SampleSet, out: Path) -> None:
                 "policy_version": s.policy_version,
             }
         )
-    schema = pa.schema(
-        [
-            pa.field("data_source", pa.string()),
-            pa.field("prompt", pa.list_(_MESSAGE)),
-            pa.field("ability", pa.string()),
-            pa.field("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-            pa.field(
-                "extra_info",
-                pa.struct(
-                    [
-                        ("index", pa.int64()),
-                        ("split", pa.string()),
-                        ("episode_id", pa.string()),
-                        ("task_id", pa.string()),
-                        ("group_id", pa.string()),
-                        ("policy_version", pa.string()),
-                        ("response", pa.string()),
-                        ("reward", pa.float64()),
-                    ]
-                ),  # fmt: skip
-            ),
-        ]
-    )
+    schema = pa.schema([
+        pa.field("data_source", pa.string()), pa.field("prompt", pa.list_(_MESSAGE)),
+        pa.field("ability", pa.string()),
+        pa.field("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+        pa.field("agent_name", pa.string()),
+        pa.field("extra_info", pa.struct([
+            ("index", pa.int64()), ("split", pa.string()), ("task_id", pa.string()), ("family", pa.string()),
+            ("tools_kwargs", pa.string()),
+        ])),
+    ])  # fmt: skip
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), out / "train.parquet")
     token_schema = pa.schema(
         [
-            ("uid", pa.string()), ("episode_id", pa.string()), ("input_ids", pa.list_(pa.int32())),
+            ("uid", pa.string()), ("episode_id", pa.string()), ("prompts", pa.list_(pa.int32())),
+            ("responses", pa.list_(pa.int32())), ("input_ids", pa.list_(pa.int32())),
             ("prompt_length", pa.int32()), ("response_mask", pa.list_(pa.int8())),
             ("rollout_log_probs", pa.list_(pa.float32())), ("temperature", pa.float32()),
             ("reward", pa.float64()), ("policy_version", pa.string()),
@@ -134,14 +154,27 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _trl(data: SampleSet, out: Path) -> None:
-    _jsonl(out / "train.jsonl", [
-        {"prompt": _messages(s), "completion": _replies(s),
-         "reward": s.reward, "group_id": s.group_id, "episode_id": s.episode_id}
-        for s in data.samples
-    ])  # fmt: skip
+    """TRL's conversational prompt/completion, one row per assistant turn.
+
+    The completion is that turn alone (trained); the conversation before it, tool results and
+    earlier turns included, is the prompt (context, never trained).
+    """
+    rows = []
+    for s in data.samples:
+        history = _messages(s)
+        for turn, m in enumerate(_replies(s)):
+            if m["role"] == "assistant":
+                rows.append({"prompt": list(history), "completion": [m], "turn": turn, "reward": s.reward,
+                             "group_id": s.group_id, "episode_id": s.episode_id})  # fmt: skip
+            history.append(m)
+    _jsonl(out / "train.jsonl", rows)
 
 
 def _openrlhf(data: SampleSet, out: Path) -> None:
+    """OpenRLHF's chat input, tool turns intact, with the final reply and the conversation after it.
+
+    ``input`` is the message list its ``apply_chat_template`` renders.
+    """
     _jsonl(out / "train.jsonl", [
         {"input": _messages(s), "output": s.completion, "output_messages": _replies(s), "reward": s.reward,
          "group_id": s.group_id, "episode_id": s.episode_id}
@@ -163,7 +196,8 @@ def _hf(data: SampleSet, out: Path) -> None:
     )  # fmt: skip
     rows = [
         {
-            "prompt": _messages(s), "completion": s.completion, "input_ids": s.prompt_ids + s.completion_ids,
+            "prompt": _columnar(_messages(s)), "completion": s.completion,
+            "input_ids": s.prompt_ids + s.completion_ids,
             "prompt_length": len(s.prompt_ids),
             "response_mask": _response_mask(s),
             "rollout_log_probs": s.behaviour_logprobs, "temperature": s.temperature, "reward": s.reward,

@@ -92,12 +92,26 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
     lineage = export_dataset(DatasetSpec(lake=cfg.lake_root, judge_name="tests"), "verl", tmp_path / "verl")
     rl = pq.read_table(tmp_path / "verl" / "train.parquet")
     tokens = pq.read_table(tmp_path / "verl" / "tokens.parquet").to_pylist()
-    assert rl.num_rows == len(tokens) == lineage["rows"] == 9
-    assert set(rl.column_names) == {"data_source", "prompt", "ability", "reward_model", "extra_info"}
+    # each task's prompt once (verl's rollouts sample its attempts), the recorded samples beside it
+    assert rl.num_rows == 1 and len(tokens) == lineage["rows"] == 9
+    assert set(rl.column_names) == {
+        "data_source",
+        "prompt",
+        "ability",
+        "reward_model",
+        "agent_name",
+        "extra_info",
+    }
+    task = rl.to_pylist()[0]
+    assert (
+        json.loads(task["reward_model"]["ground_truth"])["task_id"] == task["extra_info"]["task_id"] == "t1"
+    )
     assert lineage["table_versions"] == later.table_versions and lineage["judge_version"] == "v1"
     for t in tokens:
         assert t["input_ids"] == [1, 5, 6, 7, 8, 2] and t["prompt_length"] == 3  # as the model_call recorded
-        assert t["response_mask"] == [0, 0, 0, 1, 1, 1]
+        assert t["prompts"] == [1, 5, 6] and t["responses"] == [7, 8, 2]
+        # one mask entry and one log-prob per response token
+        assert t["response_mask"] == [1, 1, 1]
         assert t["rollout_log_probs"] == pytest.approx([-0.5, -0.2, -0.1])
     by_episode = {t["episode_id"]: t for t in tokens}
     assert by_episode["a2"]["reward"] == 0.0 and by_episode["a1"]["uid"] == "ga"
@@ -146,11 +160,18 @@ def test_multi_turn_episodes_are_one_sequence_and_a_partial_group_waits_only_so_
         produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for ep in episodes for d in ep])
         run_once(cfg)
 
+    bash = {
+        "id": "call-1",
+        "type": "function",
+        "function": {"name": "bash", "arguments": '{"command": "ls"}'},
+    }
+
     def turns(eid: str, group: str, second_prompt: list[int], verdict: str = "pass") -> list[Any]:
         return [
             started(eid, group_id=group, metadata={"group_size": 2}),
             model(eid, 1, completion="a", prompt_token_ids=[1, 5], completion_token_ids=[7, 2],
-                  completion_logprobs=[-0.5, -0.1], messages=[{"role": "user", "content": "go"}]),
+                  completion_logprobs=[-0.5, -0.1], messages=[{"role": "user", "content": "go"}],
+                  tool_calls=[bash]),
             call(eid, 2), result(eid, 3, stdout="ok"),
             model(eid, 4, completion="b", prompt_token_ids=second_prompt, completion_token_ids=[8, 2],
                   completion_logprobs=[-0.3, -0.2]),
@@ -203,12 +224,13 @@ def test_multi_turn_episodes_are_one_sequence_and_a_partial_group_waits_only_so_
     lineage = export_dataset(DatasetSpec(lake=cfg.lake_root, judge_name="tests", max_group_wait_s=600),
                              "trl", tmp_path / "trl")  # fmt: skip
     assert lineage["token_history"] == {"merged_calls": 1, "history_mismatch": 1}
-    rows = {
-        r["episode_id"]: r
-        for r in map(json.loads, (tmp_path / "trl" / "train.jsonl").read_text().splitlines())
-    }
-    assert rows["m1"]["prompt"] == [{"role": "user", "content": "go"}]
-    assert [m["content"] for m in rows["m1"]["completion"]] == ["a", "b"]
+    turns = [r for r in map(json.loads, (tmp_path / "trl" / "train.jsonl").read_text().splitlines())
+             if r["episode_id"] == "m1"]  # fmt: skip
+    # one row per assistant turn: the completion is that turn; what came before it is context
+    assert [[m["content"] for m in r["completion"]] for r in turns] == [["a"], ["b"]]
+    assert turns[0]["prompt"] == [{"role": "user", "content": "go"}]
+    assert turns[0]["completion"][0]["tool_calls"] == [bash]  # the native tool call, kept
+    assert [m["role"] for m in turns[1]["prompt"]] == ["user", "assistant"]
 
 
 def test_a_group_that_loses_a_member_to_a_row_exclusion_is_dropped_whole(
