@@ -152,9 +152,8 @@ def save_checkpoint(
         if save_hf(hf_source, weights, tmp / HF_DIR) != "float32":
             # the served copy is in the checkpoint's own dtype (bf16, fp16); the fp32 master weights
             # the next step continues from are kept beside it
-            np.savez(
-                str(tmp / MASTER_FILE), **{k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
-            )  # type: ignore[arg-type]
+            master = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
+            np.savez(str(tmp / MASTER_FILE), **master)  # type: ignore[arg-type]
     else:
         arrays = {k: np.asarray(v, dtype=np.float32) for k, v in weights.items()}
         np.savez(str(tmp / "weights.npz"), **arrays)  # type: ignore[arg-type]

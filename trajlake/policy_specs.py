@@ -157,13 +157,13 @@ def make_policy(spec: str, *, worker_index: int = 0) -> Policy:
         )
     if p.kind == "openai":
         o = p.options
-        sampling = {
+        tuning: dict[str, float | int] = {
             k: (int(o[k]) if k == "top_k" else float(o[k])) for k in ("top_p", "top_k", "min_p") if k in o
         }
         return OpenAIChatPolicy(
             p.target, p.model, api_key=os.environ.get("OPENAI_API_KEY"), server=o.get("server", "vllm"),
             native_tools=o.get("tools", "0") == "1", temperature=float(o.get("temperature", "0.7")),
-            sampling=sampling, seed=int(o["seed"]) + worker_index if "seed" in o else None,
+            sampling=tuning, seed=int(o["seed"]) + worker_index if "seed" in o else None,
             logprob_semantics=o.get("logprobs"), weights_file=o.get("weights_file"),
             policy_version=o.get("weights"), tokenizer=o.get("tokenizer"),
         )  # fmt: skip
