@@ -565,11 +565,10 @@ class OpenAIChatPolicy(Policy):
             return None  # top-k cannot be sent: processed and scaled cannot be told apart
         replies = []
         for temperature, top_k in ((1.0, -1), (0.5, -1), (1.0, 2)):
-            body = {"model": self.model, "messages": [{"role": "user", "content": "Say a word."}],
-                    "max_tokens": 1, "logprobs": True, "top_logprobs": 5, **self.request_sampling,
+            sampling = {k: v for k, v in self.request_sampling.items() if k != "seed"}
+            body = {**sampling, "model": self.model, "messages": [{"role": "user", "content": "Say a word."}],
+                    "max_tokens": 1, "logprobs": True, "top_logprobs": 5,
                     "temperature": temperature, "top_k": top_k, "top_p": 1.0, "min_p": 0.0}  # fmt: skip
-            body["max_tokens"] = 1
-            body.pop("seed", None)
             try:
                 resp = self._client.post(self.url, json=body)
                 replies.append(_top_logprobs(resp.json()) if resp.status_code == 200 else {})

@@ -185,31 +185,13 @@ def test_version_1_and_2_model_calls_still_read() -> None:
         assert event.payload.served_by is None and event.payload.sampling is None
 
 
-def _chat_tokenizer(out: Path) -> None:
-    import transformers
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    alphabet = pre_tokenizers.ByteLevel.alphabet()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=special, initial_alphabet=alphabet)
-    tok.train_from_iterator(["run the tests, then submit the answer"] * 4, trainer)
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>")
-    fast.chat_template = (
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
-    fast.save_pretrained(out)
-
-
 def test_token_in_out_continues_the_history_as_the_template_renders_the_whole_conversation(
     tmp_path: Path,
 ) -> None:
     from rollouts.policies import ChatTokens
+    from tests.rollouts.tiny_chat import chat_tokenizer
 
-    _chat_tokenizer(tmp_path)
+    chat_tokenizer(tmp_path, "run the tests, then submit the answer", vocab_size=300)
     tokens = ChatTokens(tmp_path)
     first = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "run the tests"}]
     prompt = tokens.prompt(first)

@@ -36,6 +36,7 @@ from pipelines import fold_episode
 from pipelines.samples import sample_rows
 from rollouts.policies import ModelCall, OpenAIChatPolicy
 from tests.pipelines.factories import model, started, typed
+from tests.rollouts.tiny_chat import chat_tokenizer
 from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,24 +54,13 @@ if not VLLM_PYTHON.exists():
 def _build(out: Path) -> None:
     import torch
     import transformers
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )  # fmt: skip
-    tok.train_from_iterator(["Write the word reversed into answer.txt with bash, then submit."] * 8, trainer)
-    fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|im_end|>", pad_token="<|endoftext|>"
+    fast = chat_tokenizer(
+        out,
+        "Write the word reversed into answer.txt with bash, then submit.",
+        bos_token="<|endoftext|>",
+        pad_token="<|endoftext|>",
     )
-    fast.chat_template = (
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
-    fast.save_pretrained(out)
     torch.manual_seed(0)
     config = transformers.Qwen2Config(
         vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
