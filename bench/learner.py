@@ -20,6 +20,14 @@ Run::
   the learner's model in-process, 1 and 2 worker processes (needs root, the
   base image and a broker, which it starts).
 
+- ``memory``: peak memory of one training step per sample for a model with a real
+  vocabulary (``--vocab``, default 151,936 as Qwen2's), each mode in a fresh process:
+  ``before`` (the whole minibatch's ``[B, T, V]`` float32 logits, then log-softmax),
+  ``chunked`` (only completion positions through the output layer, 512 at a time, their
+  logits rebuilt in backward) and ``chunked+micro`` (micro-batches of 2 with gradient
+  accumulation). CPU: the resident set's high-water mark above the model and Adam state;
+  CUDA: the allocator's peak.
+
 - ``curves``: the demo's learning loop in one process, ``--seeds`` times with the real
   rewards and as many with the rewards shuffled among each iteration's samples (the
   control: the same updates, no signal). Same warm start and stopping rule, same
@@ -360,6 +368,102 @@ def bench_rollout(episodes_per_worker: int) -> dict[str, Any]:
     return out
 
 
+MEMORY_MODES = {
+    # name: (scored chunk of the output layer, micro-batch size)
+    "before": (None, None),  # the [B, T, V] logits of the whole minibatch, as before micro-batching
+    "chunked": ("default", None),
+    "chunked+micro": ("default", 2),
+}
+
+
+def _rss_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def memory_probe(spec: dict[str, Any]) -> dict[str, Any]:
+    """One training step of ``spec['batch']`` samples in this (fresh) process; its peak memory above
+    the model and optimiser state (CPU: the resident set's high-water mark, reset before the step;
+    CUDA: the allocator's peak)."""
+    import torch
+
+    from learners import torch_model as tm
+    from learners.config import ModelConfig
+    from learners.losses_torch import policy_loss
+    from learners.trainer import micro_batches
+
+    torch.manual_seed(0)
+    device = torch.device(spec["device"])
+    seq, b = spec["seq"], spec["batch"]
+    cfg = ModelConfig(vocab_size=spec["vocab"], d_model=spec["d_model"], n_layers=2, n_heads=4,
+                      d_ff=4 * spec["d_model"], max_len=seq)  # fmt: skip
+    model = tm.TinyLM(cfg).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-5)
+    chunk = tm.LOGIT_CHUNK if spec["chunk"] == "default" else spec["chunk"]
+    rng = np.random.default_rng(0)
+
+    def minibatch(rows: int, width: int) -> dict[str, Any]:
+        ids = torch.from_numpy(rng.integers(3, cfg.vocab_size, size=(rows, width)))
+        mask = torch.zeros((rows, width))
+        mask[:, width // 2 :] = 1.0  # half prompt, half completion, as a typical agent turn
+        return {"input_ids": ids, "completion_mask": mask, "old_logp": -torch.rand(rows, width),
+                "advantages": torch.randn(rows), "temperature": torch.full((rows,), 0.7)}  # fmt: skip
+
+    def step(batch: dict[str, Any]) -> None:
+        opt.zero_grad()
+        total = float(batch["completion_mask"].sum())
+        for _, mb in micro_batches(batch, spec["micro"]):
+            mb = {k: v.to(device) for k, v in mb.items()}
+            logp = tm.sequence_logprobs(model, mb["input_ids"], mb["completion_mask"], mb["temperature"],
+                                        chunk=chunk)  # fmt: skip
+            loss, _ = policy_loss(logp, mb["old_logp"], mb["advantages"], mb["completion_mask"])
+            (loss * float(mb["completion_mask"].sum()) / total).backward()
+        opt.step()
+
+    step(minibatch(1, 4))  # Adam's state exists from here on: the baseline holds it
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    else:
+        Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark
+        base = _rss_kib("VmRSS") * 1024
+    t0 = time.perf_counter()
+    step(minibatch(b, seq))
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated()
+    else:
+        peak = _rss_kib("VmHWM") * 1024
+    return {"seconds": time.perf_counter() - t0, "peak_bytes": peak - base,
+            "params": sum(p.numel() for p in model.parameters())}  # fmt: skip
+
+
+def bench_memory(device: str, vocab: int, batch: int, seq: int, d_model: int) -> dict[str, Any]:
+    """Peak memory of one training step per sample, each mode in a fresh process (see MEMORY_MODES)."""
+    out: dict[str, Any] = {"vocab": vocab, "batch": batch, "seq": seq, "d_model": d_model, "modes": {}}
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}  # large frees go back to the OS at once
+    for name, (chunk, micro) in MEMORY_MODES.items():
+        spec = {"device": device, "vocab": vocab, "batch": batch, "seq": seq, "d_model": d_model,
+                "chunk": chunk, "micro": micro}  # fmt: skip
+        proc = subprocess.run([sys.executable, __file__, "--memory-probe", json.dumps(spec)],
+                              capture_output=True, text=True, env=env, check=False)  # fmt: skip
+        if proc.returncode != 0:
+            out["modes"][name] = {"error": (proc.stderr.strip().splitlines() or ["killed"])[-1]}
+        else:
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            r["peak_mib_per_sample"] = r["peak_bytes"] / batch / 2**20
+            out["modes"][name] = r
+        print(f"memory {name:>14}: " + json.dumps(out["modes"][name]), flush=True)
+    before = out["modes"]["before"].get("peak_mib_per_sample")
+    for r in out["modes"].values():
+        if before and "peak_mib_per_sample" in r:
+            r["vs_before"] = r["peak_mib_per_sample"] / before
+    return out
+
+
 def _curve(
     seed: int, shuffle: bool, iterations: int, held_out: int, overrides: dict[str, float] | None = None
 ) -> dict[str, Any]:
@@ -567,7 +671,15 @@ def main() -> None:
     )
     ap.add_argument("--arms", default="real,shuffled", help="curves: which arms to run")
     ap.add_argument("--first-seed", type=int, default=0, help="curves: the first seed")
+    ap.add_argument("--vocab", type=int, default=151_936, help="memory: vocabulary size (Qwen2's)")
+    ap.add_argument("--memory-batch", type=int, default=8, help="memory: samples per minibatch")
+    ap.add_argument("--seq", type=int, default=256, help="memory: tokens per sample")
+    ap.add_argument("--d-model", type=int, default=256, help="memory: model width")
+    ap.add_argument("--memory-probe", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.memory_probe:
+        print(json.dumps(memory_probe(json.loads(args.memory_probe))))
+        return
     parts = args.parts.split(",")
     res: dict[str, Any] = {"cpus": os.cpu_count()}
     if "data" in parts:
@@ -587,6 +699,9 @@ def main() -> None:
     if "rollout" in parts:
         res["rollout"] = bench_rollout(8)
         print("rollout", json.dumps(res["rollout"]))
+    if "memory" in parts:
+        res["memory"] = bench_memory(args.device if args.device != "auto" else "cpu", args.vocab,
+                                     args.memory_batch, args.seq, args.d_model)  # fmt: skip
     if "curves" in parts:
         overrides = {k: float(v) for k, v in (x.split("=", 1) for x in args.set)}
         arms = tuple(a == "shuffled" for a in args.arms.split(","))

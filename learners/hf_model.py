@@ -109,6 +109,10 @@ class HFPolicyModel(nn.Module):
         super().__init__()
         self.model = model
         self.max_len: int = _max_positions(model)
+        self.split_head: bool = _plain_output_layer(model)
+        """Whether logits are exactly ``head(hidden(ids))`` (a base model and an output embedding, no
+        logit scaling or soft-capping), so :func:`learners.torch_model.sequence_logprobs` can score
+        completion positions only, chunk by chunk."""
         if disable_dropout:
             _disable_dropout(model)
         self.train(model.training)
@@ -130,6 +134,41 @@ class HFPolicyModel(nn.Module):
         out = self.model(input_ids=ids, use_cache=False)
         logits: torch.Tensor = out.logits if hasattr(out, "logits") else out[0]
         return logits.float()
+
+    def hidden(self, ids: torch.Tensor) -> torch.Tensor:
+        """The base model's last hidden states ``[B, T, D]`` (final norm applied), without the output layer.
+
+        Raises:
+            ValueError: if ``T > max_len``, or the model's logits are not ``head(hidden)``.
+        """
+        if not self.split_head:
+            raise ValueError(f"{type(self.model).__name__} scales its logits; use forward()")
+        if ids.shape[-1] > self.max_len:
+            raise ValueError(f"sequence length {ids.shape[-1]} exceeds max_len {self.max_len}")
+        base = cast(nn.Module, self.model.base_model)
+        out = base(input_ids=ids, use_cache=False)
+        h: torch.Tensor = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        return h
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """Float32 logits ``[..., V]`` of hidden states ``[..., D]`` (the model's output embedding)."""
+        head = cast(nn.Module, cast(Any, self.model).get_output_embeddings())
+        logits: torch.Tensor = head(h)
+        return logits.float()
+
+
+_LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling", "output_logit_scale")
+"""Config fields of architectures whose logits are more than ``lm_head(hidden)`` (Gemma 2/3, Cohere,
+Granite, ...): such models are scored through their own forward."""
+
+
+def _plain_output_layer(model: nn.Module) -> bool:
+    base = getattr(model, "base_model", None)
+    get_head = getattr(model, "get_output_embeddings", None)
+    if base is None or base is model or get_head is None or not isinstance(get_head(), nn.Linear):
+        return False
+    cfg = getattr(model, "config", None)
+    return not any(getattr(cfg, name, None) not in (None, 1, 1.0) for name in _LOGIT_TRANSFORMS)
 
 
 def hf_config(path: str | Path) -> dict[str, int]:

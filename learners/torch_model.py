@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.utils.checkpoint import checkpoint
 
 from learners.config import ModelConfig
 from learners.errors import DeviceUnavailableError
@@ -168,6 +170,20 @@ class TinyLM(nn.Module):
         Raises:
             ValueError: if ``ids`` is not 2-D or longer than ``cfg.max_len``.
         """
+        return self.head(self.hidden(ids))
+
+    def hidden(self, ids: torch.Tensor) -> torch.Tensor:
+        """The final hidden states, ``ln_f`` applied: ``[B, T, D]`` (what :meth:`head` maps to logits).
+
+        Args:
+            ids: ``[B, T]`` long token ids, ``T <= cfg.max_len``.
+
+        Returns:
+            ``[B, T, D]``.
+
+        Raises:
+            ValueError: if ``ids`` is not 2-D or longer than ``cfg.max_len``.
+        """
         if ids.dim() != 2:
             raise ValueError(f"ids must be [B, T], got shape {tuple(ids.shape)}")
         t = ids.shape[1]
@@ -177,7 +193,12 @@ class TinyLM(nn.Module):
         x = self.tok_emb(ids) + self.pos_emb(pos)[None]
         for block in self.blocks:
             x = block(x)
-        logits: torch.Tensor = self.lm_head(self.ln_f(x))
+        out: torch.Tensor = self.ln_f(x)
+        return out
+
+    def head(self, h: torch.Tensor) -> torch.Tensor:
+        """Float32 logits ``[..., V]`` of hidden states ``[..., D]``."""
+        logits: torch.Tensor = self.lm_head(h)
         return logits.float()
 
 
@@ -196,13 +217,40 @@ def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     return picked - torch.logsumexp(logits, dim=-1)
 
 
+LOGIT_CHUNK = 512
+"""Scored positions whose full-vocabulary logits :func:`sequence_logprobs` holds at once (with a 150k
+vocabulary, 512 positions of float32 logits are about 300 MB, freed before the next chunk)."""
+
+
+def _chunk_logprobs(
+    head: Callable[[torch.Tensor], torch.Tensor],
+    h: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: torch.Tensor | None,
+) -> torch.Tensor:
+    logits = head(h).float()
+    if temperature is not None:
+        logits = logits / temperature[:, None]
+    return _token_logprobs(logits, targets)
+
+
 def sequence_logprobs(
     model: nn.Module,
     input_ids: torch.Tensor,
     completion_mask: torch.Tensor,
     temperature: torch.Tensor | float | None = None,
+    *,
+    chunk: int | None = LOGIT_CHUNK,
 ) -> torch.Tensor:
     """Log-probabilities of the completion tokens under the model's sampling distribution (differentiable).
+
+    A model with ``hidden(ids) -> [B, T, D]`` and ``head(h) -> [..., V]`` (:class:`TinyLM`,
+    :class:`learners.hf_model.HFPolicyModel` of most architectures) is scored without ever holding
+    ``[B, T, V]`` logits: only the completion positions go through the output layer, ``chunk`` of
+    them at a time, and under autograd each chunk's logits are recomputed in the backward pass
+    instead of kept (activation checkpointing of the output layer, as fused linear-cross-entropy
+    kernels do), so the full-vocabulary float32 logits of one chunk are the most that ever exist.
+    Other models (and ``chunk=None``) take the plain path: ``model(ids)`` logits, then log-softmax.
 
     Args:
         model: :class:`TinyLM` or any module mapping ids ``[B, T]`` to logits ``[B, T, V]``.
@@ -211,19 +259,45 @@ def sequence_logprobs(
             Position 0 has no preceding logits and is never scored.
         temperature: the temperature each row was sampled at (``[B]`` or one number; ``None``: 1), so
             the score is ``log_softmax(logits / T)``, the distribution :func:`generate` drew from.
+        chunk: scored positions per pass through the output layer (``None``: the plain path).
 
     Returns:
         ``[B, T]`` float32: ``log p_T(input_ids[:, t] | input_ids[:, :t])`` (from the logits at ``t - 1``)
         where the mask is nonzero, 0 elsewhere (and always 0 at position 0).
     """
-    logits = model(input_ids)
+    hidden = getattr(model, "hidden", None)
+    head = getattr(model, "head", None)
+    if chunk is None or hidden is None or head is None or not getattr(model, "split_head", True):
+        logits = model(input_ids)
+        if temperature is not None:
+            t = torch.as_tensor(temperature, dtype=torch.float32, device=logits.device)
+            logits = logits.float() / (t.view(-1, 1, 1) if t.dim() else t)
+        logp = _token_logprobs(logits[:, :-1], input_ids[:, 1:])
+        scored = completion_mask[:, 1:].to(device=logp.device) != 0
+        logp = torch.where(scored, logp, torch.zeros_like(logp))
+        return F.pad(logp, (1, 0))
+    if chunk <= 0:
+        raise ValueError(f"chunk must be a positive number of positions, got {chunk}")
+    h = hidden(input_ids)[:, :-1]
+    scored = completion_mask[:, 1:].to(device=h.device) != 0
+    hs = h[scored]
+    targets = input_ids[:, 1:].to(h.device)[scored]
+    temps = None
     if temperature is not None:
-        t = torch.as_tensor(temperature, dtype=torch.float32, device=logits.device)
-        logits = logits.float() / (t.view(-1, 1, 1) if t.dim() else t)
-    logp = _token_logprobs(logits[:, :-1], input_ids[:, 1:])
-    scored = completion_mask[:, 1:].to(device=logp.device) != 0
-    logp = torch.where(scored, logp, torch.zeros_like(logp))
-    return F.pad(logp, (1, 0))
+        t = torch.as_tensor(temperature, dtype=torch.float32, device=h.device)
+        rows = scored.nonzero(as_tuple=True)[0]
+        temps = t[rows] if t.dim() else t.expand(rows.shape[0])
+    keep = torch.is_grad_enabled() and hs.requires_grad
+    parts = []
+    for s in range(0, hs.shape[0], chunk):
+        args = (hs[s : s + chunk], targets[s : s + chunk], None if temps is None else temps[s : s + chunk])
+        if keep:  # the chunk's logits are rebuilt in backward, not stored
+            parts.append(checkpoint(_chunk_logprobs, head, *args, use_reentrant=False))
+        else:
+            parts.append(_chunk_logprobs(head, *args))
+    values = torch.cat(parts) if parts else hs.new_zeros(0, dtype=torch.float32)
+    out = torch.zeros(scored.shape, dtype=torch.float32, device=h.device).masked_scatter(scored, values)
+    return F.pad(out, (1, 0))
 
 
 def _model_max_len(model: nn.Module) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from learners.dataset import (
     max_token_ids,
     truncated,
 )
+from learners.errors import LearnerConfigError
 from learners.tokenizer import CharTokenizer
 
 
@@ -68,7 +69,12 @@ class TrainArgs:
     epochs: int = 2
     """Passes over the samples."""
     batch_size: int = 64
-    """Samples per minibatch."""
+    """Samples per minibatch (one optimiser step each)."""
+    micro_batch_size: int | None = None
+    """Samples per forward/backward pass; a minibatch's gradients are accumulated over its
+    micro-batches, each weighted by its share of the minibatch's loss tokens, so the step is the
+    minibatch's token-mean loss whatever the split (``None``: the whole minibatch at once). Each
+    micro-batch is cut to its own longest sequence."""
     lr: float = 3e-4
     """Adam learning rate."""
     lr_warmup_steps: int = 0
@@ -195,8 +201,6 @@ def policy_lags(policy_versions: Sequence[str], lineage: Sequence[str]) -> list[
 
 def _reference_weights(path: str) -> tuple[dict[str, np.ndarray], Path | None]:
     """A fixed KL reference checkpoint's weights (and its Hugging Face directory, if it is one)."""
-    from learners.errors import LearnerConfigError
-
     try:
         info, _, weights = load_checkpoint(path)
     except (OSError, ValueError, KeyError) as exc:
@@ -225,8 +229,6 @@ def _check_selection(args: TrainArgs, parent: CheckpointInfo) -> None:
     It reads what became trainable since the parent's snapshot: with another selection, episodes
     outside the parent's would look trained already and be skipped for good.
     """
-    from learners.errors import LearnerConfigError
-
     if parent.lineage.lake_uri and parent.lineage.lake_uri != _lake_uri(args.lake):
         raise LearnerConfigError(
             f"the parent {parent.checkpoint_id} was trained on the lake {parent.lineage.lake_uri}, this step "
@@ -332,8 +334,6 @@ def _torch_step(
         set(opt_state.m) != set(named)
         or any(opt_state.m[k].shape != tuple(p.shape) for k, p in named.items())
     ):
-        from learners.errors import LearnerConfigError
-
         raise LearnerConfigError(
             "the parent's optimizer.npz does not match its model's parameters; "
             "train with resume_optimizer=False"
@@ -349,9 +349,10 @@ def _torch_step(
     prox = np.zeros_like(batches.arrays["old_logp"])
     with torch.no_grad(), autocast(device):
         for idx, nb in batches.ordered():
-            tb = {k: torch.from_numpy(v).to(device) for k, v in nb.items()}
-            logp = sequence_logprobs(model, tb["input_ids"], tb["completion_mask"], tb["temperature"])
-            prox[idx, : logp.shape[1]] = logp.float().cpu().numpy()
+            for lo, mb in micro_batches(nb, args.micro_batch_size):
+                tb = {k: torch.from_numpy(v).to(device) for k, v in mb.items()}
+                logp = sequence_logprobs(model, tb["input_ids"], tb["completion_mask"], tb["temperature"])
+                prox[idx[lo : lo + logp.shape[0]], : logp.shape[1]] = logp.float().cpu().numpy()
     is_w, _ = rollout_correction(
         prox, batches.arrays["old_logp"], batches.arrays["completion_mask"], args.tis_cap
     )
@@ -362,31 +363,41 @@ def _torch_step(
     step = 0
     for epoch in range(args.epochs):
         for batch in batches.torch(device):
-            with autocast(device):
-                new_logp = sequence_logprobs(
-                    model, batch["input_ids"], batch["completion_mask"], batch["temperature"]
-                )
-                ref_logp = None
-                if ref is not None:
-                    with torch.no_grad():
-                        ref_logp = sequence_logprobs(
-                            ref, batch["input_ids"], batch["completion_mask"], batch["temperature"]
-                        )
-            loss, m = policy_loss(
-                new_logp.float(),
-                batch["prox_logp"],
-                batch["advantages"],
-                batch["completion_mask"],
-                clip_eps=args.clip_eps,
-                clip_eps_high=args.clip_eps_high,
-                ref_logp=None if ref_logp is None else ref_logp.float(),
-                kl_coef=args.kl_coef,
-                is_weights=batch["is_weights"],
-                dual_clip=args.dual_clip,
-            )
-            metrics: dict[str, Any] = {**m, **_batch_mismatch(batch)}
             opt.zero_grad()
-            loss.backward()  # type: ignore[no-untyped-call]
+            total = float(batch["completion_mask"].sum())
+            parts = list(micro_batches(batch, args.micro_batch_size))
+            loss_sum, sums = 0.0, dict.fromkeys(("pg_loss", "kl", "clip_frac", "ratio_mean"), 0.0)
+            for _, mb in parts:
+                # this micro-batch's share of the minibatch's token-mean loss
+                w = float(mb["completion_mask"].sum()) / total if total > 0 else 1.0 / len(parts)
+                with autocast(device):
+                    new_logp = sequence_logprobs(
+                        model, mb["input_ids"], mb["completion_mask"], mb["temperature"]
+                    )
+                    ref_logp = None
+                    if ref is not None:
+                        with torch.no_grad():
+                            ref_logp = sequence_logprobs(
+                                ref, mb["input_ids"], mb["completion_mask"], mb["temperature"]
+                            )
+                loss, m = policy_loss(
+                    new_logp.float(),
+                    mb["prox_logp"],
+                    mb["advantages"],
+                    mb["completion_mask"],
+                    clip_eps=args.clip_eps,
+                    clip_eps_high=args.clip_eps_high,
+                    ref_logp=None if ref_logp is None else ref_logp.float(),
+                    kl_coef=args.kl_coef,
+                    is_weights=mb["is_weights"],
+                    dual_clip=args.dual_clip,
+                )
+                (loss * w).backward()  # type: ignore[no-untyped-call]
+                loss_sum += float(loss.detach()) * w
+                for k in sums:
+                    sums[k] += float(m[k]) * w
+            loss = torch.tensor(loss_sum)
+            metrics: dict[str, Any] = {**sums, **_batch_mismatch(batch), "micro_batches": len(parts)}
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
             lr = warmup_lr(args, (opt_state.step if opt_state else 0) + step)
             for group in opt.param_groups:
@@ -400,6 +411,30 @@ def _torch_step(
         v={n: opt.state[p]["exp_avg_sq"].detach().cpu().numpy() for n, p in named.items() if p in opt.state},
     )
     return {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}, rows, state
+
+
+def micro_batches(batch: Mapping[str, Any], size: int | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """A minibatch (numpy arrays or tensors, rows first) as ``(first row, micro-batch)`` of ``size`` rows.
+
+    Each micro-batch's ``[rows, T]`` columns are cut after its last completion token (sequences are
+    right-padded and attention is causal, so the positions after it change nothing it scores).
+    """
+    n = int(batch["input_ids"].shape[0])
+    width = int(batch["input_ids"].shape[1])
+    step = n if size is None or size >= n else size
+    if step <= 0:
+        raise LearnerConfigError(f"micro_batch_size must be a positive number of samples, got {size}")
+    for lo in range(0, n, step):
+        mask = batch["completion_mask"][lo : lo + step]
+        cols = np.flatnonzero(np.asarray(mask.cpu() if hasattr(mask, "cpu") else mask).any(axis=0))
+        end = int(cols[-1]) + 1 if len(cols) else 1
+        yield (
+            lo,
+            {
+                k: (v[lo : lo + step, :end] if v.ndim == 2 and v.shape[1] == width else v[lo : lo + step])
+                for k, v in batch.items()
+            },
+        )
 
 
 def _batch_mismatch(batch: Mapping[str, Any]) -> dict[str, float]:
@@ -512,11 +547,12 @@ def _jax_step(
 
     prox = np.zeros_like(batches.arrays["old_logp"])
     for idx, nb in batches.ordered():
-        logp = sequence_logprobs(
-            params, jnp.asarray(nb["input_ids"]), jnp.asarray(nb["completion_mask"]), cfg,
-            jnp.asarray(nb["temperature"]),
-        )  # fmt: skip
-        prox[idx, : logp.shape[1]] = np.asarray(logp)
+        for lo, mb in micro_batches(nb, args.micro_batch_size):
+            logp = sequence_logprobs(
+                params, jnp.asarray(mb["input_ids"]), jnp.asarray(mb["completion_mask"]), cfg,
+                jnp.asarray(mb["temperature"]),
+            )  # fmt: skip
+            prox[idx[lo : lo + logp.shape[0]], : logp.shape[1]] = np.asarray(logp)
     is_w, _ = rollout_correction(
         prox, batches.arrays["old_logp"], batches.arrays["completion_mask"], args.tis_cap
     )
@@ -533,11 +569,21 @@ def _jax_step(
     step = 0
     for epoch in range(args.epochs):
         for nb in batches.numpy():
-            batch = {k: jnp.asarray(v) for k, v in nb.items()}
-            (loss, m), grads = grad_fn(params, batch)
+            total = float(nb["completion_mask"].sum())
+            parts = list(micro_batches(nb, args.micro_batch_size))
+            grads: dict[str, Any] = {}
+            loss_sum, sums = 0.0, dict.fromkeys(("pg_loss", "kl", "clip_frac", "ratio_mean"), 0.0)
+            for _, mb in parts:
+                w = float(mb["completion_mask"].sum()) / total if total > 0 else 1.0 / len(parts)
+                (loss, m), g = grad_fn(params, {k: jnp.asarray(v) for k, v in mb.items()})
+                grads = {k: w * v + grads[k] if k in grads else w * v for k, v in g.items()}
+                loss_sum += float(loss) * w
+                for k in sums:
+                    sums[k] += float(m[k]) * w
             opt.lr = warmup_lr(args, opt.t)
             params = opt.update(params, _clip_grads(grads, args.max_grad_norm))
-            _record(rows, on_step, step, epoch, loss, {**m, **_batch_mismatch(nb), "lr": opt.lr})
+            metrics = {**sums, **_batch_mismatch(nb), "micro_batches": len(parts), "lr": opt.lr}
+            _record(rows, on_step, step, epoch, loss_sum, metrics)
             step += 1
     state = OptimizerState(opt.t, params_to_numpy(opt.m), params_to_numpy(opt.v))
     return params_to_numpy(params), rows, state
@@ -662,12 +708,14 @@ def update(
         LearnerConfigError: an unknown backend, a Hugging Face model with the JAX backend, or an
             optimiser state of other parameters.
     """
-    from learners.errors import LearnerConfigError
-
     if args.backend not in ("torch", "jax"):
         raise LearnerConfigError(f"unknown learner backend {args.backend!r}: torch or jax")
     if hf_path is not None and args.backend != "torch":
         raise LearnerConfigError("a Hugging Face model trains with the torch backend; use --backend torch")
+    if args.micro_batch_size is not None and args.micro_batch_size <= 0:
+        raise LearnerConfigError(
+            f"micro_batch_size must be a positive number of samples, got {args.micro_batch_size}"
+        )
     if opt_state is not None and weights is not None:
         bad = sorted(k for k, w in weights.items() if k in opt_state.m and opt_state.m[k].shape != w.shape)
         if bad or not set(opt_state.m) <= set(weights):

@@ -106,6 +106,10 @@ def train(
     task: Annotated[list[str] | None, typer.Option(help="Only these task ids.")] = None,
     epochs: Annotated[int, typer.Option(min=1, help="Passes over the new samples.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Minibatch size.")] = 32,
+    micro_batch_size: Annotated[
+        int | None,
+        typer.Option(min=1, help="Samples per forward/backward; gradients accumulate over a minibatch."),
+    ] = None,
     lr: Annotated[float, typer.Option(min=0.0, help="Learning rate.")] = 3e-4,
     kl_coef: Annotated[float, typer.Option(min=0.0, help="KL penalty to the reference (0: none).")] = 0.0,
     kl_reference: Annotated[
@@ -163,6 +167,7 @@ def train(
         task_ids=task,
         epochs=epochs,
         batch_size=batch_size,
+        micro_batch_size=micro_batch_size,
         lr=lr,
         kl_coef=kl_coef,
         kl_reference=str(kl_reference) if kl_reference else None,

@@ -84,3 +84,47 @@ def test_load_errors(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
     with pytest.raises(ModelLoadError):
         load_causal_lm(tmp_path)  # a config but no weights
+
+
+def tiny_causal_lm(kind: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    if kind == "gpt2":
+        return transformers.GPT2LMHeadModel(
+            transformers.GPT2Config(
+                vocab_size=70, n_embd=32, n_layer=1, n_head=2, n_positions=32, bos_token_id=1, eos_token_id=2
+            )  # fmt: skip
+        )
+    common = dict(vocab_size=70, hidden_size=32, intermediate_size=64, num_hidden_layers=1, head_dim=16,
+                  num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)  # fmt: skip
+    if kind == "llama":
+        return transformers.LlamaForCausalLM(transformers.LlamaConfig(**common))
+    # soft-capped logits: lm_head(hidden) is not the model's output, so the full forward must be used
+    return transformers.Gemma2ForCausalLM(
+        transformers.Gemma2Config(**common, final_logit_softcapping=3.0, query_pre_attn_scalar=16)
+    )
+
+
+@pytest.mark.parametrize(("kind", "split"), [("gpt2", True), ("llama", True), ("gemma2", False)])
+def test_chunked_scoring_matches_the_models_own_logits(kind: str, split: bool) -> None:
+    policy = HFPolicyModel(tiny_causal_lm(kind))
+    assert policy.split_head is split
+    ids = torch.randint(3, 70, (3, 20), generator=torch.Generator().manual_seed(1))
+    mask = torch.zeros(3, 20)
+    mask[0, 4:11] = mask[1, 2:20] = mask[2, 9:15] = 1
+    temps = torch.tensor([0.6, 1.0, 1.4])
+    full = tm.sequence_logprobs(policy, ids, mask, temps, chunk=None)
+    policy.zero_grad()
+    full.sum().backward()
+    g_full = {k: p.grad.clone() for k, p in policy.named_parameters() if p.grad is not None}
+    policy.zero_grad()
+    part = tm.sequence_logprobs(policy, ids, mask, temps, chunk=4)
+    part.sum().backward()
+    g_part = {k: p.grad.clone() for k, p in policy.named_parameters() if p.grad is not None}
+    assert torch.allclose(full, part, atol=1e-5)
+    assert set(g_full) == set(g_part) and g_full
+    for k in g_full:
+        assert torch.allclose(g_full[k], g_part[k], rtol=1e-4, atol=1e-5), k
+    # and the scores are the model's own: log_softmax of its forward logits over the temperature
+    ref = torch.log_softmax(policy.model(input_ids=ids).logits.float() / temps[:, None, None], -1)
+    picked = ref[:, :-1].gather(-1, ids[:, 1:, None])[..., 0]
+    assert torch.allclose(part[:, 1:][mask[:, 1:] != 0], picked[mask[:, 1:] != 0], atol=1e-5)
