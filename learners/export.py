@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ _MESSAGE = pa.struct([
     pa.field("reasoning_content", pa.string()),
 ])  # fmt: skip
 """A chat message as the trainers' chat templates take it: tool calls, their ids and reasoning kept."""
+_TOOL_KWARGS = pa.struct([("create_kwargs", pa.struct([("task_id", pa.string()), ("family", pa.string())]))])
+"""What verl's tool agent loop passes one tool's ``create`` (the task the tool instance acts on)."""
 
 
 def _tool_call(c: dict[str, Any]) -> dict[str, Any]:
@@ -85,11 +88,13 @@ def _response_mask(s: Sample) -> list[int]:
     return s.completion_mask or [1] * len(s.completion_ids)
 
 
-def _verl(data: SampleSet, out: Path) -> None:
+def _verl(data: SampleSet, out: Path, tools: Sequence[str] = ()) -> None:
     """The RL parquet for verl, one row per task, and the token-level samples beside it.
 
     verl's own rollouts sample the G attempts of each task; ``tokens.parquet`` holds the recorded
     ones (response-length masks and log-probs, ``uid`` = the group) for its off-policy path.
+    ``extra_info.tools_kwargs`` maps each of ``tools`` to the ``create_kwargs`` its tool gets in
+    verl's tool agent loop (the task it acts on), a struct datasets reads as a dict.
     """
     rows: list[dict[str, Any]] = []
     tokens = []
@@ -102,12 +107,13 @@ def _verl(data: SampleSet, out: Path) -> None:
                 "prompt": _columnar(_messages(s)),
                 "ability": "agent",
                 # a reference the reward function resolves to the task's judge (no stale score)
-                "reward_model": {"style": "trajlake", "ground_truth": json.dumps(
-                    {"task_id": s.task_id, "family": s.task_family, "judge": data.judge_name,
-                     "judge_version": data.judge_version})},
+                "reward_model": {"style": "trajlake", "ground_truth": _reference(data, s)},
                 "agent_name": "tool_agent",
                 "extra_info": {"index": len(rows), "split": "train", "task_id": s.task_id,
-                               "family": s.task_family or "", "tools_kwargs": "{}"},
+                               "family": s.task_family or "", "need_tools_kwargs": bool(tools),
+                               **({"tools_kwargs": {t: {"create_kwargs": {
+                                   "task_id": s.task_id, "family": s.task_family or ""}} for t in tools}}
+                                  if tools else {})},
             })  # fmt: skip
         tokens.append(
             {
@@ -131,7 +137,8 @@ def _verl(data: SampleSet, out: Path) -> None:
         pa.field("agent_name", pa.string()),
         pa.field("extra_info", pa.struct([
             ("index", pa.int64()), ("split", pa.string()), ("task_id", pa.string()), ("family", pa.string()),
-            ("tools_kwargs", pa.string()),
+            ("need_tools_kwargs", pa.bool_()),
+            *([("tools_kwargs", pa.struct([(t, _TOOL_KWARGS) for t in tools]))] if tools else []),
         ])),
     ])  # fmt: skip
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), out / "train.parquet")
@@ -170,13 +177,22 @@ def _trl(data: SampleSet, out: Path) -> None:
     _jsonl(out / "train.jsonl", rows)
 
 
+def _reference(data: SampleSet, s: Sample) -> str:
+    """What a reward function resolves to the task's judge (no stale score): task, judge and version."""
+    return json.dumps({"task_id": s.task_id, "family": s.task_family, "judge": data.judge_name,
+                       "judge_version": data.judge_version})  # fmt: skip
+
+
 def _openrlhf(data: SampleSet, out: Path) -> None:
     """OpenRLHF's chat input, tool turns intact, with the final reply and the conversation after it.
 
-    ``input`` is the message list its ``apply_chat_template`` renders.
+    ``input`` is the message list its ``apply_chat_template`` renders (``--input_key input
+    --apply_chat_template``); ``label`` (``--label_key label``) is the task reference a reward
+    function resolves, ``datasource`` the family.
     """
     _jsonl(out / "train.jsonl", [
         {"input": _messages(s), "output": s.completion, "output_messages": _replies(s), "reward": s.reward,
+         "label": _reference(data, s), "datasource": f"trajlake/{s.task_family or 'tasks'}",
          "group_id": s.group_id, "episode_id": s.episode_id}
         for s in data.samples
     ])  # fmt: skip
@@ -222,8 +238,19 @@ def _hf(data: SampleSet, out: Path) -> None:
     (out / "dataset_info.json").write_text(json.dumps(info, indent=2))
 
 
-def export_dataset(spec: DatasetSpec, fmt: str, out: str | Path) -> dict[str, Any]:
+def export_dataset(
+    spec: DatasetSpec,
+    fmt: str,
+    out: str | Path,
+    *,
+    tools: Sequence[str] = (),
+    reward_function: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """Write the samples ``spec`` pins in ``fmt`` under ``out`` (created); return the lineage written.
+
+    ``tools``: the tool names a verl export's ``tools_kwargs`` covers. ``reward_function``: where a
+    trainer finds the function that scores a response with the task's judge (``path``, ``name``),
+    recorded in the lineage and, for verl, in the export's ``README.md`` as verl's settings.
 
     Raises:
         LearnerConfigError: an unknown format, or ``out`` already holds an export.
@@ -235,7 +262,10 @@ def export_dataset(spec: DatasetSpec, fmt: str, out: str | Path) -> dict[str, An
         raise LearnerConfigError(f"{target} already holds an export; give a new --out directory")
     target.mkdir(parents=True, exist_ok=True)
     data = load_samples(dataclasses.replace(spec, with_messages=True))
-    {"verl": _verl, "trl": _trl, "openrlhf": _openrlhf, "hf": _hf}[fmt](data, target)
+    if fmt == "verl":
+        _verl(data, target, tools)
+    else:
+        {"trl": _trl, "openrlhf": _openrlhf, "hf": _hf}[fmt](data, target)
     lineage = {
         "format": fmt,
         "rows": len(data.samples),
@@ -252,5 +282,16 @@ def export_dataset(spec: DatasetSpec, fmt: str, out: str | Path) -> dict[str, An
             "policy_versions": sorted(spec.policy_versions) if spec.policy_versions is not None else None,
         },
     }
+    if reward_function is not None:
+        lineage["reward_function"] = dict(reward_function)
+        if fmt == "verl":
+            (target / "README.md").write_text(
+                f"# verl export ({len(data.samples)} samples; see lineage.json)\n\n"
+                "Train on `train.parquet` (one row per task); score responses with the task's trajlake\n"
+                "judge by giving verl these settings:\n\n"
+                f"    data.train_files={(target / 'train.parquet').resolve()}\n"
+                f"    reward.custom_reward_function.path={reward_function['path']}\n"
+                f"    reward.custom_reward_function.name={reward_function['name']}\n"
+            )
     (target / "lineage.json").write_text(json.dumps(lineage, indent=2, sort_keys=True))
     return lineage

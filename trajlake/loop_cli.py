@@ -329,7 +329,13 @@ def export(
         task_ids=frozenset(task) if task else None,
         families=frozenset(family) if family else None,
     )
-    lineage = export_dataset(spec, fmt.value, out)
+    from sandboxes.tools import TOOLS
+    from trajlake import verl_reward
+
+    lineage = export_dataset(
+        spec, fmt.value, out, tools=TOOLS,
+        reward_function={"path": str(Path(verl_reward.__file__).resolve()), "name": "compute_score"},
+    )  # fmt: skip
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(lineage["samples_excluded"].items())) or "none"
     console.print(
         f"[green]{lineage['rows']}[/green] samples of {lineage['episodes']} episodes -> {out} ({fmt.value}); "
