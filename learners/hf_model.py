@@ -7,6 +7,7 @@ Nothing is ever downloaded: :func:`load_causal_lm` reads a directory written by 
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -210,4 +211,18 @@ def save_hf(source: str | Path, weights: Mapping[str, Any], out: str | Path) -> 
     except RuntimeError as exc:
         raise ModelLoadError(f"trained weights do not fit the model at {source}: {exc}") from exc
     cast(Any, model).save_pretrained(str(out))
+    for pattern in TOKENIZER_FILES:  # the model's own tokenizer and chat template travel with it
+        for f in Path(source).glob(pattern):
+            if f.is_file() and not (Path(out) / f.name).exists():
+                shutil.copyfile(f, Path(out) / f.name)
     return str(next(model.parameters()).dtype).removeprefix("torch.")
+
+
+TOKENIZER_FILES = ("tokenizer*", "special_tokens_map.json", "added_tokens.json", "vocab.*", "merges.txt",
+                   "chat_template.*", "*.tiktoken", "spiece.model")  # fmt: skip
+"""What ``save_pretrained`` of a tokenizer writes, copied from the source into each checkpoint's ``hf/``."""
+
+
+def has_tokenizer(path: str | Path) -> bool:
+    """Whether a Hugging Face directory holds its own tokenizer."""
+    return (Path(path) / "tokenizer_config.json").is_file() or (Path(path) / "tokenizer.json").is_file()

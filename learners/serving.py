@@ -48,6 +48,8 @@ class CheckpointGenerator:
     ) -> None:
         self.info, self.cfg, weights = load_checkpoint(path)
         self.tok = CharTokenizer()
+        self.hf_tok: Any = None
+        """The Hugging Face checkpoint's own tokenizer (``None``: trajlake's character ids)."""
         self.backend = backend
         self.greedy = greedy
         self.temperature = temperature
@@ -65,10 +67,14 @@ class CheckpointGenerator:
             self._device = select_device(device)
             self.model: torch.nn.Module
             if self.info.hf_dir is not None:
-                from learners.hf_model import HFPolicyModel, load_causal_lm
+                from learners.hf_model import HFPolicyModel, has_tokenizer, load_causal_lm
 
-                # trajlake's character ids: a model trained on them (a real tokenizer's model is
-                # served by an inference server, e.g. vLLM, from the same hf/ directory)
+                # the model's own tokenizer and chat template when its directory has them; a model
+                # trained on trajlake's character ids has none and keeps them
+                if has_tokenizer(self.info.hf_dir):
+                    from transformers import AutoTokenizer
+
+                    self.hf_tok = AutoTokenizer.from_pretrained(str(self.info.hf_dir), local_files_only=True)
                 # in fp32, with the master weights when the hf/ copy is narrower: what the learner scores
                 self.model = HFPolicyModel(
                     load_causal_lm(self.info.hf_dir, device=self._device, dtype=torch.float32)
@@ -101,14 +107,28 @@ class CheckpointGenerator:
         """The checkpoint served (the policy version episodes record)."""
         return self.info.checkpoint_id
 
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """``prompt`` as the model reads it: a user turn of its chat template, or plain ids."""
+        if self.hf_tok is None:
+            return [CharTokenizer.BOS, *self.tok.encode(prompt)]
+        if self.hf_tok.chat_template:
+            out: Any = self.hf_tok.apply_chat_template(
+                [{"role": "user", "content": prompt}], tokenize=True, add_generation_prompt=True
+            )
+            if hasattr(out, "keys"):  # newer transformers return a BatchEncoding
+                out = out["input_ids"]
+            return [int(i) for i in out]
+        return [int(i) for i in self.hf_tok(prompt)["input_ids"]]
+
     def __call__(self, prompt: str) -> Completion:
         """Complete ``prompt``."""
-        prompt_ids = [CharTokenizer.BOS, *self.tok.encode(prompt)]
+        prompt_ids = self.prompt_ids(prompt)
+        eos = CharTokenizer.EOS if self.hf_tok is None else self.hf_tok.eos_token_id
         kwargs: dict[str, Any] = {
             "max_new_tokens": self.max_new_tokens,
             "temperature": self.temperature,
             "greedy": self.greedy,
-            "eos_id": CharTokenizer.EOS,
+            "eos_id": eos,
         }
         if self.backend == "torch":
             from learners.torch_model import generate
@@ -118,9 +138,12 @@ class CheckpointGenerator:
             from learners.jax_model import generate as jgenerate
 
             ids, logprobs = jgenerate(self.params, prompt_ids, cfg=self.cfg, rng=self._rng, **kwargs)
-        finished = bool(ids) and ids[-1] == CharTokenizer.EOS
+        finished = bool(ids) and ids[-1] == eos
+        text = (
+            self.tok.decode(ids) if self.hf_tok is None else self.hf_tok.decode(ids, skip_special_tokens=True)
+        )
         return Completion(
-            text=self.tok.decode(ids),
+            text=text,
             prompt_ids=prompt_ids,
             completion_ids=list(ids),
             logprobs=[float(x) for x in logprobs],

@@ -172,3 +172,43 @@ def test_a_bf16_checkpoint_trains_with_fp32_master_weights_and_is_written_back_i
         tm.sequence_logprobs(master, torch.tensor([c.prompt_ids + c.completion_ids]),
                              torch.tensor([[0] * len(c.prompt_ids) + [1] * len(c.completion_ids)]))[0,
                              len(c.prompt_ids):].tolist(), abs=1e-5)  # fmt: skip
+
+
+def test_the_in_process_policy_speaks_through_the_models_own_tokenizer_and_chat_template(
+    tmp_path: Path,
+) -> None:
+    import numpy as np
+
+    from learners.checkpoints import Lineage, save_checkpoint
+    from learners.config import ModelConfig
+    from learners.hf_model import hf_config
+    from tests.rollouts.tiny_chat import chat_tokenizer
+
+    src = tmp_path / "src"
+    tok = chat_tokenizer(src, 'Write "sun" reversed into answer.txt. nus', vocab_size=300)
+    torch.manual_seed(0)
+    lm = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=2, max_position_embeddings=128, head_dim=16, eos_token_id=tok.eos_token_id,
+    ))  # fmt: skip
+    lm.save_pretrained(src)
+    weights = {k: v.numpy() for k, v in HFPolicyModel(lm).state_dict().items()}
+    info = save_checkpoint(tmp_path / "ck", policy_id="p", backend="torch",
+                           config=ModelConfig.from_dict(hf_config(src)), weights=weights,
+                           lineage=Lineage("", {}, None, None, 0), hf_source=src)  # fmt: skip
+    assert info.hf_dir is not None and (Path(info.hf_dir) / "tokenizer_config.json").is_file()
+    gen = CheckpointGenerator(info.path, seed=3, max_new_tokens=12)
+    prompt = 'Write "sun" reversed into answer.txt.\n'
+    c = gen(prompt)
+    # the prompt is the model's chat template around a user turn, in the model's own ids
+    expected = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                       add_generation_prompt=True)  # fmt: skip
+    assert tok.decode(c.prompt_ids) == expected and expected.startswith("<|im_start|>user\n")
+    assert c.prompt_ids == tok(expected, add_special_tokens=False)["input_ids"]
+    assert max(c.prompt_ids + c.completion_ids) < len(tok)
+    assert c.text == tok.decode(c.completion_ids, skip_special_tokens=True)
+    # and the learner scores those ids as the sampler drew them
+    ids = torch.tensor([c.prompt_ids + c.completion_ids])
+    mask = torch.tensor([[0] * len(c.prompt_ids) + [1] * len(c.completion_ids)], dtype=torch.float32)
+    scored = tm.sequence_logprobs(HFPolicyModel(lm), ids, mask)[0, len(c.prompt_ids) :]
+    assert np.allclose(scored.tolist(), c.logprobs, atol=1e-5)
