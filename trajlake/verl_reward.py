@@ -28,6 +28,7 @@ sandboxes score at once (default 2).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -97,6 +98,7 @@ def _sandboxes() -> Any:
 
             size = int(os.environ.get("TRAJLAKE_VERL_REWARD_SANDBOXES", "2"))
             _pool = SandboxPool(require_backend(Settings()), ROLLOUT_SPEC, max_size=max(1, size))
+            atexit.register(_pool.close)  # verl's workers end with the process: no sandbox outlives it
         return _pool
 
 
