@@ -53,6 +53,7 @@ from ingest.sink import Receipt
 from ingest.spool import (
     HEADER_SIZE,
     Damage,
+    FrameScan,
     Spool,
     lock_file,
     lock_is_free,
@@ -207,6 +208,8 @@ class Shipper:
         self._stop = False
         self._part_cache: tuple[bytes, int | None] = (b"", None)
         self._seen_damage: set[tuple[int, Damage]] = set()
+        self._seal_seen = -1
+        """The segment whose seal a scan has passed (a later scan from after it cannot see it)."""
 
     # ------------------------------------------------------------- reading
 
@@ -274,7 +277,15 @@ class Shipper:
         path = segment_path(self.directory, self._seg)
         later = self._next_segment(self._seg) is not None
         data, final = self._read(path, later or self._worker_gone())
-        scan = scan_frames(data, self._off, final=final, sealed_expected=later)
+        if final and not data and self._seal_seen == self._seg:
+            # read to its seal already (while it was live): nothing follows a seal, nothing to judge
+            scan = FrameScan(stop=self._off, sealed=True)
+        elif final and not data and not path.exists():
+            return 0  # sealed, acknowledged and deleted under us: the next call moves on
+        else:
+            scan = scan_frames(data, self._off, final=final, sealed_expected=later)
+        if scan.sealed:
+            self._seal_seen = self._seg
         self._keep_damage(scan.damage, data)
         for f in scan.frames:
             ck, cp = self._part_cache

@@ -13,17 +13,24 @@ in order, in a fresh sandbox of the task (the same tools and the same :func:`san
 a trajlake rollout uses), and the task's own judge scores the state they leave, as it scores a
 rollout. Text that only claims success earns what doing nothing earns.
 
-Tool calls are read as verl's Hermes parser reads them (``<tool_call>{"name", "arguments"}
-</tool_call>``), else as trajlake's own action objects (``{"tool", "arguments"}``), else as the one
-action :func:`sandboxes.tools.parse_action` finds; tool responses in the text are outputs, not
-actions, and are ignored. At most the task's ``max_steps`` actions run; ``submit`` ends them.
+Tool calls are read as verl's Hermes parser reads them (``<tool_call>`` blocks of one JSON object
+``{"name", "arguments"}``), else as trajlake's own action objects (``{"tool", "arguments"}``), else
+as the one action :func:`sandboxes.tools.parse_action` finds; tool responses in the text are
+outputs, not actions. A ``<tool_call>`` inside a tool response cannot be told apart (the model's
+text or the environment's?), so such a response is not scored (0, ``unscored``). At most the task's
+``max_steps`` actions run, within its ``time_limit_s``; ``submit`` ends them; arguments no tool can
+take (a NUL, text that is not UTF-8) are no action.
 
-The result is verl's dict form: ``score`` (the reward), ``verdict``, ``judge_version`` (the
-version that scored), ``judge_version_matches`` (whether it is the one the export was judged with)
-and ``actions`` (how many ran). Settings come from the environment as for every trajlake command
-(``TRAJLAKE_SANDBOX_BACKEND``, ...); ``TRAJLAKE_TASK_DIRS`` (``:``-separated) says where the
-tasks are (default: this checkout's ``tasks/``) and ``TRAJLAKE_VERL_REWARD_SANDBOXES`` how many
-sandboxes score at once (default 2).
+The result is verl's dict form: ``score`` (the reward), ``verdict``, ``judge`` and
+``judge_version`` (the judge that scored: the task's own), ``judge_version_matches`` (whether it is
+the one the export was labelled with), ``actions`` (how many ran) and ``unscored`` (why a response
+was not judged, else ``None``).
+
+Settings come from the environment as for every trajlake command (``TRAJLAKE_SANDBOX_BACKEND``, ...); ``TRAJLAKE_TASK_DIRS`` (``:``-separated) says where the
+tasks are (default: this checkout's ``tasks/``), ``TRAJLAKE_VERL_REWARD_SANDBOXES`` how many
+sandboxes score at once (default 2; verl calls from a thread pool, the rest wait) and
+``TRAJLAKE_VERL_REWARD_WAIT_S`` how long a call waits for one (default 3600). verl's
+``compute_score_timeout``, if set, must exceed a task's ``time_limit_s`` plus judging.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import json
 import os
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +53,9 @@ from schemas.errors import TrajlakeError
 
 TASKS_DIR = Path(__file__).resolve().parents[1] / "tasks"
 ACTION_TIMEOUT_S = 120.0
+"""At most this long per action (as a rollout's commands), and never past the task's time limit."""
+JSON_SCAN_LIMIT = 1000
+"""Positions at most where a response is tried as JSON (its ``{`` characters, in order)."""
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _TOOL_RESPONSE = re.compile(r"<tool_response>.*?</tool_response>", re.S)
@@ -73,11 +84,18 @@ def _reference(ground_truth: Any) -> dict[str, Any]:
 
 def _task(task_id: str) -> Task:
     with _lock:
-        if not _tasks:
+        if not _tasks:  # all of them or none: a load that fails part-way is retried whole next time
             dirs = [Path(p) for p in os.environ.get("TRAJLAKE_TASK_DIRS", "").split(":") if p]
+            found: dict[str, Task] = {}
             for d in find_task_dirs(dirs or [TASKS_DIR]):
                 t = load_task(d)
-                _tasks[t.id] = t
+                if t.id in found:
+                    raise RewardReferenceError(
+                        f"task id {t.id!r} is in both {found[t.id].root} and {t.root}; "
+                        "give TRAJLAKE_TASK_DIRS directories whose task ids are unique"
+                    )
+                found[t.id] = t
+            _tasks.update(found)
         task = _tasks.get(task_id)
     if task is None:
         where = os.environ.get("TRAJLAKE_TASK_DIRS") or str(TASKS_DIR)
@@ -102,6 +120,21 @@ def _sandboxes() -> Any:
         return _pool
 
 
+def _writable(value: Any) -> bool:
+    """Every string in ``value`` can reach a sandbox (UTF-8, no NUL): what a tool can be given."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return "\0" not in value
+    if isinstance(value, dict):
+        return all(_writable(k) and _writable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_writable(v) for v in value)
+    return True
+
+
 def _action(obj: Any) -> ToolAction | None:
     """A tool call object (``{"name"|"tool": ..., "arguments": {...} | "json"}``) as an action."""
     if not isinstance(obj, dict):
@@ -113,18 +146,29 @@ def _action(obj: Any) -> ToolAction | None:
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
-    return ToolAction(str(tool), dict(args) if isinstance(args, dict) else {})
+    if not isinstance(args, dict) or not _writable(args):
+        return None  # what no tool can be given fails in a rollout too: it changes nothing
+    return ToolAction(str(tool), dict(args))
 
 
-def _json_objects(text: str) -> list[Any]:
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _json_objects(text: str, limit: int = JSON_SCAN_LIMIT) -> list[Any]:
+    """The JSON objects in ``text`` (at most ``limit`` tries: degenerate text costs a bounded time)."""
     decoder = json.JSONDecoder()
-    out, i = [], text.find("{")
-    while i >= 0:
+    out, i, tries = [], text.find("{"), 0
+    while i >= 0 and tries < limit:
+        tries += 1
         try:
             obj, end = decoder.raw_decode(text, i)
-        except ValueError:
+        except (ValueError, RecursionError):
             i = text.find("{", i + 1)
             continue
         out.append(obj)
@@ -132,12 +176,25 @@ def _json_objects(text: str) -> list[Any]:
     return out
 
 
+def hidden_tool_calls(text: str) -> int:
+    """How many ``<tool_call>`` blocks sit inside ``<tool_response>`` spans.
+
+    Whether the model or the environment wrote them cannot be told from the decoded text, so a
+    response holding any is not scored (0, ``unscored``): neither running them nor leaving them out
+    is sure to be what the rollout did.
+    """
+    return sum(len(_TOOL_CALL.findall(m.group(0))) for m in _TOOL_RESPONSE.finditer(text))
+
+
 def response_actions(text: str, max_steps: int | None = None) -> list[ToolAction]:
-    """The actions a response asks for, in order (see the module docstring for the forms read)."""
+    """The actions a response asks for, in order (see the module docstring for the forms read).
+
+    A ``<tool_call>`` block is one JSON object and nothing else, as verl's Hermes parser reads it.
+    """
     text = _TOOL_RESPONSE.sub("", text)
     blocks = _TOOL_CALL.findall(text)
     if blocks:
-        found = [_action(o) for b in blocks for o in _json_objects(b)[:1]]
+        found = [_action(_loads(b.strip())) for b in blocks]
     else:
         found = [_action(o) for o in _json_objects(text)]
         if not any(found):
@@ -166,23 +223,24 @@ def compute_score(
     """
     ref = _reference(ground_truth)
     task = _task(str(ref["task_id"]))
-    actions = response_actions(solution_str, task.spec.limits.max_steps)
     judge = build_judge(task.spec.judge.model_dump())
-    with _sandboxes().lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
+    same = ref.get("judge") == judge.name and ref.get("judge_version") == judge.version
+    out = {"score": 0.0, "verdict": "fail", "judge": judge.name, "judge_version": judge.version,
+           "judge_version_matches": same, "actions": 0, "unscored": None}  # fmt: skip
+    if hidden_tool_calls(solution_str):
+        return {**out, "unscored": "tool_call_in_tool_response"}
+    actions = response_actions(solution_str, task.spec.limits.max_steps)
+    wait = float(os.environ.get("TRAJLAKE_VERL_REWARD_WAIT_S", "3600"))
+    with _sandboxes().lease(
+        image=task.spec.initial_state.image, workspace=task.initial_dir, timeout=wait
+    ) as sb:
         task.prepare(sb)
         traj = Trajectory(task, "verl")
+        deadline = time.monotonic() + task.spec.limits.time_limit_s  # the task's limit, as a rollout's
         for action in actions:
-            if action.tool == "submit":
+            left = deadline - time.monotonic()
+            if action.tool == "submit" or left <= 0:
                 break
-            traj.record(action, run_tool(sb, action, timeout=ACTION_TIMEOUT_S))
+            traj.record(action, run_tool(sb, action, timeout=min(ACTION_TIMEOUT_S, left)))
         j = judge(JudgeContext(task=task, sandbox=sb, events=traj.events))
-    same = ref.get("judge") == j.judge_name and ref.get("judge_version") == j.judge_version
-    return {
-        "score": float(j.score),
-        "verdict": j.verdict,
-        "judge": j.judge_name,
-        "judge_version": j.judge_version,
-        # the export's samples were judged by this very judge (a changed judge scores differently)
-        "judge_version_matches": same,
-        "actions": len(actions),
-    }
+    return {**out, "score": float(j.score), "verdict": j.verdict, "actions": len(actions)}

@@ -263,3 +263,33 @@ def test_shipper_finishes_a_dead_workers_spool_on_its_own(
     assert recorded and not (recorded - logged)
     progress = Progress.read(spool)
     assert progress is not None and progress.acknowledged >= len(recorded)
+
+
+def test_a_busy_healthy_spool_reports_no_damage(kafka: EmbeddedKafka, topic: str, tmp_path: Path) -> None:
+    """Many rotations under the default shipper: every record arrives and nothing is called damaged.
+
+    The shipper reads a live segment as it grows, its seal included; once the next segment exists
+    it reads the old one as final from where it stopped. A scan that starts after the seal cannot
+    see it, and used to call every rotated segment truncated (a 0-byte quarantine entry each), so
+    ``trajlake spool status`` failed on every busy worker.
+    """
+    from ingest.spool import quarantined
+
+    rec = EpisodeRecorder.open(
+        bootstrap=kafka.bootstrap, home=tmp_path, worker_id="busy", topic=topic, spool_max_bytes=1 << 20
+    )  # segments of 256 KiB: a rotation every ~400 events
+    ids = []
+    for e in range(20):
+        with rec.episode(task={"id": f"t{e}"}, policy={"id": "p"}) as ep:
+            ids += [ep.model_call(completion="x" * 600, latency_s=0.01) for _ in range(100)]
+            ep.end("success")
+    rec.flush(timeout=120)
+    rec.close()
+    in_log = {e.event_id for evs in log_events(kafka.bootstrap, topic).values() for e in evs}
+    assert set(ids) <= in_log and len(in_log) == 20 * 102
+    spool = tmp_path / "spool" / "busy"
+    assert quarantined(spool) == []
+    cli = Path(sys.executable).with_name("trajlake")
+    p = subprocess.run([str(cli), "spool", "status"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TRAJLAKE_HOME": str(tmp_path)})  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr

@@ -199,7 +199,9 @@ def test_verl_loads_the_export_and_its_reward_function_scores_with_the_tasks_jud
     assert s["wrong"]["verdict"] == "fail" and s["wrong"]["score"] < 1.0
     # saying it is done is not doing it; a tool call inside a tool response is output, not an action
     assert s["claims"]["actions"] == 0 and s["claims"]["score"] == s["nothing"]["score"] < 1.0
-    assert s["in_tool_response"]["actions"] == 0 and s["in_tool_response"]["score"] == s["nothing"]["score"]
+    # and one hidden in a tool response: the model or the environment wrote it? Not scored: 0, said so
+    assert s["in_tool_response"]["unscored"] == "tool_call_in_tool_response"
+    assert s["in_tool_response"]["score"] == 0.0 and s["right"]["unscored"] is None
 
 
 def test_trl_trains_on_the_export_as_it_is_and_only_on_assistant_turns(exported: dict[str, Path]) -> None:
@@ -283,7 +285,7 @@ def test_openrlhf_loads_its_input_with_tool_turns_intact(exported: dict[str, Pat
 
 
 def test_the_reward_function_reads_the_actions_a_response_asks_for() -> None:
-    from trajlake.verl_reward import RewardReferenceError, _reference, response_actions
+    from trajlake.verl_reward import RewardReferenceError, _reference, hidden_tool_calls, response_actions
 
     def tc(name: str, args: Any) -> str:
         return f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>"
@@ -301,5 +303,15 @@ def test_the_reward_function_reads_the_actions_a_response_asks_for() -> None:
     own = '{"tool": "write_file", "arguments": {"path": "answer.txt", "content": "x"}} then submit'
     assert [a.tool for a in response_actions(own)] == ["write_file"]
     assert [a.arguments for a in response_actions("```bash\nls -l\n```")] == [{"command": "ls -l"}]
+    assert hidden_tool_calls("<tool_response>" + tc("bash", {"command": "x"}) + "</tool_response>") == 1
+    # a block is one JSON object and nothing else (as verl's parser reads it); what no tool can take,
+    # and degenerate text, are no action and no crash
+    assert (
+        response_actions("<tool_call>junk " + json.dumps({"name": "bash", "arguments": {}}) + "</tool_call>")
+        == []
+    )
+    assert response_actions(tc("write_file", {"path": "a", "content": "\ud800"})) == []
+    assert response_actions(tc("bash", {"command": "ls\u0000"})) == []
+    assert response_actions('{"a":' + "[" * 5000) == [] and response_actions('{"a":"' * 20000) == []
     with pytest.raises(RewardReferenceError, match="not a trajlake task reference"):
         _reference('{"answer": 42}')
