@@ -26,11 +26,12 @@ The result is verl's dict form: ``score`` (the reward), ``verdict``, ``judge`` a
 the one the export was labelled with), ``actions`` (how many ran) and ``unscored`` (why a response
 was not judged, else ``None``).
 
-Settings come from the environment as for every trajlake command (``TRAJLAKE_SANDBOX_BACKEND``, ...); ``TRAJLAKE_TASK_DIRS`` (``:``-separated) says where the
-tasks are (default: this checkout's ``tasks/``), ``TRAJLAKE_VERL_REWARD_SANDBOXES`` how many
-sandboxes score at once (default 2; verl calls from a thread pool, the rest wait) and
-``TRAJLAKE_VERL_REWARD_WAIT_S`` how long a call waits for one (default 3600). verl's
-``compute_score_timeout``, if set, must exceed a task's ``time_limit_s`` plus judging.
+Settings come from the environment as for every trajlake command (``TRAJLAKE_SANDBOX_BACKEND``,
+...); ``TRAJLAKE_TASK_DIRS`` (``:``-separated) says where the tasks are (default: this checkout's
+``tasks/``), ``TRAJLAKE_VERL_REWARD_SANDBOXES`` how many sandboxes score at once (default 2; verl
+calls from a thread pool, the rest wait) and ``TRAJLAKE_VERL_REWARD_WAIT_S`` how long a call waits
+for one (default 3600). verl's ``compute_score_timeout``, if set, must exceed a task's
+``time_limit_s`` plus judging.
 """
 
 from __future__ import annotations
