@@ -120,7 +120,8 @@ def compare(case: GoldenCase, j: Judgement) -> list[str]:
     if "score" in exp and not math.isclose(j.score, float(exp["score"]), abs_tol=1e-3):
         problems.append(f"score {exp['score']} -> {j.score:.4f}")
     if "flags" in exp and sorted(set(exp["flags"])) != j.flag_kinds:
-        problems.append(f"flags {sorted(set(exp['flags']))} -> {j.flag_kinds}")
+        unexpected = [f"{f.kind}: {f.evidence[:300]}" for f in j.flags if f.kind not in set(exp["flags"])]
+        problems.append(f"flags {sorted(set(exp['flags']))} -> {j.flag_kinds} (evidence: {unexpected})")
     return problems
 
 
