@@ -413,13 +413,12 @@ def memory_probe(spec: dict[str, Any]) -> dict[str, Any]:
 
     def step(batch: dict[str, Any]) -> None:
         opt.zero_grad()
-        total = float(batch["completion_mask"].sum())
-        for _, mb in micro_batches(batch, spec["micro"]):
+        for _, share, mb in micro_batches(batch, spec["micro"]):
             mb = {k: v.to(device) for k, v in mb.items()}
             logp = tm.sequence_logprobs(model, mb["input_ids"], mb["completion_mask"], mb["temperature"],
                                         chunk=chunk)  # fmt: skip
             loss, _ = policy_loss(logp, mb["old_logp"], mb["advantages"], mb["completion_mask"])
-            (loss * float(mb["completion_mask"].sum()) / total).backward()
+            (loss * share).backward()
         opt.step()
 
     step(minibatch(1, 4))  # Adam's state exists from here on: the baseline holds it

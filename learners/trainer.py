@@ -349,7 +349,7 @@ def _torch_step(
     prox = np.zeros_like(batches.arrays["old_logp"])
     with torch.no_grad(), autocast(device):
         for idx, nb in batches.ordered():
-            for lo, mb in micro_batches(nb, args.micro_batch_size):
+            for lo, _, mb in micro_batches(nb, args.micro_batch_size):
                 tb = {k: torch.from_numpy(v).to(device) for k, v in mb.items()}
                 logp = sequence_logprobs(model, tb["input_ids"], tb["completion_mask"], tb["temperature"])
                 prox[idx[lo : lo + logp.shape[0]], : logp.shape[1]] = logp.float().cpu().numpy()
@@ -364,12 +364,9 @@ def _torch_step(
     for epoch in range(args.epochs):
         for batch in batches.torch(device):
             opt.zero_grad()
-            total = float(batch["completion_mask"].sum())
             parts = list(micro_batches(batch, args.micro_batch_size))
-            loss_sum, sums = 0.0, dict.fromkeys(("pg_loss", "kl", "clip_frac", "ratio_mean"), 0.0)
-            for _, mb in parts:
-                # this micro-batch's share of the minibatch's token-mean loss
-                w = float(mb["completion_mask"].sum()) / total if total > 0 else 1.0 / len(parts)
+            loss_sum, sums = 0.0, dict.fromkeys(LOSS_METRICS, 0.0)
+            for _, w, mb in parts:
                 with autocast(device):
                     new_logp = sequence_logprobs(
                         model, mb["input_ids"], mb["completion_mask"], mb["temperature"]
@@ -413,23 +410,38 @@ def _torch_step(
     return {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}, rows, state
 
 
-def micro_batches(batch: Mapping[str, Any], size: int | None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """A minibatch (numpy arrays or tensors, rows first) as ``(first row, micro-batch)`` of ``size`` rows.
+LOSS_METRICS = ("pg_loss", "kl", "clip_frac", "ratio_mean")
+"""The policy loss's token-mean metrics, summed over micro-batches by their share of the tokens."""
 
-    Each micro-batch's ``[rows, T]`` columns are cut after its last completion token (sequences are
+
+def micro_batches(batch: Mapping[str, Any], size: int | None) -> Iterator[tuple[int, float, dict[str, Any]]]:
+    """A minibatch (numpy arrays or tensors, rows first) as ``(first row, share, micro-batch)``.
+
+    Micro-batches have ``size`` rows (``None``: one, the whole minibatch). ``share`` is the
+    micro-batch's part of the minibatch's loss tokens (equal parts when it has none), so the sum of
+    ``share x`` each micro-batch's token-mean loss is the minibatch's token-mean loss. Each
+    micro-batch's ``[rows, T]`` columns are cut after its last completion token (sequences are
     right-padded and attention is causal, so the positions after it change nothing it scores).
+
+    Raises:
+        LearnerConfigError: ``size`` is below 1.
     """
     n = int(batch["input_ids"].shape[0])
     width = int(batch["input_ids"].shape[1])
     step = n if size is None or size >= n else size
     if step <= 0:
         raise LearnerConfigError(f"micro_batch_size must be a positive number of samples, got {size}")
+    mask = batch["completion_mask"]
+    mask = np.asarray(mask.cpu() if hasattr(mask, "cpu") else mask) != 0
+    total = int(mask.sum())
+    parts = -(-n // step)
     for lo in range(0, n, step):
-        mask = batch["completion_mask"][lo : lo + step]
-        cols = np.flatnonzero(np.asarray(mask.cpu() if hasattr(mask, "cpu") else mask).any(axis=0))
+        cols = np.flatnonzero(mask[lo : lo + step].any(axis=0))
         end = int(cols[-1]) + 1 if len(cols) else 1
+        share = int(mask[lo : lo + step].sum()) / total if total else 1.0 / parts
         yield (
             lo,
+            share,
             {
                 k: (v[lo : lo + step, :end] if v.ndim == 2 and v.shape[1] == width else v[lo : lo + step])
                 for k, v in batch.items()
@@ -547,7 +559,7 @@ def _jax_step(
 
     prox = np.zeros_like(batches.arrays["old_logp"])
     for idx, nb in batches.ordered():
-        for lo, mb in micro_batches(nb, args.micro_batch_size):
+        for lo, _, mb in micro_batches(nb, args.micro_batch_size):
             logp = sequence_logprobs(
                 params, jnp.asarray(mb["input_ids"]), jnp.asarray(mb["completion_mask"]), cfg,
                 jnp.asarray(mb["temperature"]),
@@ -569,12 +581,10 @@ def _jax_step(
     step = 0
     for epoch in range(args.epochs):
         for nb in batches.numpy():
-            total = float(nb["completion_mask"].sum())
             parts = list(micro_batches(nb, args.micro_batch_size))
             grads: dict[str, Any] = {}
-            loss_sum, sums = 0.0, dict.fromkeys(("pg_loss", "kl", "clip_frac", "ratio_mean"), 0.0)
-            for _, mb in parts:
-                w = float(mb["completion_mask"].sum()) / total if total > 0 else 1.0 / len(parts)
+            loss_sum, sums = 0.0, dict.fromkeys(LOSS_METRICS, 0.0)
+            for _, w, mb in parts:
                 (loss, m), g = grad_fn(params, {k: jnp.asarray(v) for k, v in mb.items()})
                 grads = {k: w * v + grads[k] if k in grads else w * v for k, v in g.items()}
                 loss_sum += float(loss) * w
@@ -712,10 +722,6 @@ def update(
         raise LearnerConfigError(f"unknown learner backend {args.backend!r}: torch or jax")
     if hf_path is not None and args.backend != "torch":
         raise LearnerConfigError("a Hugging Face model trains with the torch backend; use --backend torch")
-    if args.micro_batch_size is not None and args.micro_batch_size <= 0:
-        raise LearnerConfigError(
-            f"micro_batch_size must be a positive number of samples, got {args.micro_batch_size}"
-        )
     if opt_state is not None and weights is not None:
         bad = sorted(k for k, w in weights.items() if k in opt_state.m and opt_state.m[k].shape != w.shape)
         if bad or not set(opt_state.m) <= set(weights):

@@ -130,10 +130,11 @@ def test_micro_batches_cut_each_to_its_own_longest_completion() -> None:
     mask = np.zeros((4, 10), dtype=np.float32)
     mask[0, 2:4] = mask[1, 3:5] = mask[2, 1:9] = mask[3, 2:3] = 1
     parts = list(micro_batches({"input_ids": ids, "completion_mask": mask, "advantages": np.ones(4)}, 2))
-    assert [(lo, mb["input_ids"].shape, mb["advantages"].shape) for lo, mb in parts] == [
+    assert [(lo, mb["input_ids"].shape, mb["advantages"].shape) for lo, _, mb in parts] == [
         (0, (2, 5), (2,)),
         (2, (2, 9), (2,)),
     ]
+    assert [share for _, share, _ in parts] == [4 / 13, 9 / 13]  # each one's part of the loss tokens
 
 
 def test_a_micro_batch_size_below_one_is_refused() -> None:

@@ -172,6 +172,15 @@ def _require_trainers() -> None:
         pytest.skip(reason)
 
 
+def _with_trainers(script: str, export: Path, tokenizer: Path, **env: str) -> Any:
+    """Run ``script`` on an export in a process that imports the trainers' code; its last line, as JSON."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TRAINERS)]), **env}
+    p = subprocess.run([sys.executable, "-c", script, str(export), str(tokenizer)],
+                       env=env, capture_output=True, text=True, timeout=600, cwd=export)  # fmt: skip
+    assert p.returncode == 0, p.stderr[-4000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def test_verl_loads_the_export_and_its_reward_function_scores_with_the_tasks_judge(
     exported: dict[str, Path], local_backend: Any, base_image: str
 ) -> None:
@@ -180,14 +189,9 @@ def test_verl_loads_the_export_and_its_reward_function_scores_with_the_tasks_jud
     assert lineage["reward_function"]["name"] == "compute_score"
     assert Path(lineage["reward_function"]["path"]).is_file()
     assert "custom_reward_function.path=" in (exported["verl"] / "README.md").read_text()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TRAINERS)]),
-           "TRAJLAKE_SANDBOX_BACKEND": "local"}  # fmt: skip
-    p = subprocess.run(
-        [sys.executable, "-c", VERL_SCRIPT, str(exported["verl"]), str(exported["tokenizer"])],
-        env=env, capture_output=True, text=True, timeout=600, cwd=exported["verl"],
-    )  # fmt: skip
-    assert p.returncode == 0, p.stderr[-4000:]
-    got = json.loads(p.stdout.strip().splitlines()[-1])
+    got = _with_trainers(
+        VERL_SCRIPT, exported["verl"], exported["tokenizer"], TRAJLAKE_SANDBOX_BACKEND="local"
+    )
     assert got["n"] == 2 and got["tasks"] == sorted(TASKS)  # each task's prompt once
     assert got["raw_prompt"] == [["system", "user"], ["system", "user"]]
     assert got["agent_name"] == "tool_agent" and got["data_source"] == "trajlake/wordplay"
@@ -264,13 +268,7 @@ OPENRLHF_SCRIPT = textwrap.dedent(
 
 def test_openrlhf_loads_its_input_with_tool_turns_intact(exported: dict[str, Path]) -> None:
     _require_trainers()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TRAINERS)])}
-    p = subprocess.run(
-        [sys.executable, "-c", OPENRLHF_SCRIPT, str(exported["openrlhf"]), str(exported["tokenizer"])],
-        env=env, capture_output=True, text=True, timeout=600, cwd=exported["openrlhf"],
-    )  # fmt: skip
-    assert p.returncode == 0, p.stderr[-4000:]
-    got = json.loads(p.stdout.strip().splitlines()[-1])
+    got = _with_trainers(OPENRLHF_SCRIPT, exported["openrlhf"], exported["tokenizer"])
     rows = [json.loads(x) for x in (exported["openrlhf"] / "train.jsonl").read_text().splitlines()]
     assert got["n"] == len(rows) == 4
     for (source, prompt, label, _), row in zip(got["items"], rows, strict=True):
