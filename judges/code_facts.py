@@ -20,8 +20,47 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+
+_PARSE_LOCK = threading.Lock()
+
+
+def _parse(source: str | bytes, mode: str) -> ast.AST:
+    """``ast.parse``, safe to call from several threads at once.
+
+    CPython 3.11 before 3.11.8 keeps the AST constructor's recursion count in state the whole
+    interpreter shares (cpython gh-106905): a garbage collection inside one thread's parse can let
+    another thread's parse reset it, and the first then raises ``SystemError: AST constructor
+    recursion depth mismatch`` on source that is fine (a golden honest case was once failed as
+    ``code_meaning`` for it). Parses here take turns; one that still meets the error (a parse
+    elsewhere in the process, outside this lock) is repeated.
+    """
+    for attempt in range(3):
+        with _PARSE_LOCK:
+            try:
+                return ast.parse(source, mode=mode)
+            except SystemError as exc:
+                if "recursion depth mismatch" not in str(exc) or attempt == 2:
+                    raise
+
+    raise AssertionError("unreachable")
+
+
+def parse(source: str | bytes) -> ast.Module:
+    """A module's syntax tree (see :func:`_parse`)."""
+    tree = _parse(source, "exec")
+    assert isinstance(tree, ast.Module)
+    return tree
+
+
+def literal(text: str) -> object:
+    """``ast.literal_eval`` of source text, parsed through :func:`_parse`."""
+    tree = _parse(text.lstrip(" \t"), "eval")
+    assert isinstance(tree, ast.Expression)
+    return ast.literal_eval(tree.body)
+
 
 _FRAMEWORK_MODULES = ("_pytest", "pytest", "pluggy", "unittest.mock", "py")
 _NETWORK_MODULES = (
@@ -87,7 +126,7 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 def meaning(text: str) -> str | None:
     """The file's syntax tree without docstrings, as text (``None``: it does not parse)."""
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
         # the dump spells out every constant: an integer past the interpreter's digit limit raises
         return ast.dump(_strip_docstrings(tree), annotate_fields=False, include_attributes=False)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -128,7 +167,7 @@ def main_block_lines(text: str | None) -> set[int]:
     if text is None:
         return set()
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     out: set[int] = set()
@@ -163,8 +202,8 @@ def only_additions(old: str | None, new: str | None) -> bool:
     if old is None or new is None:
         return False
     try:
-        a = _strip_docstrings(ast.parse(old))
-        b = _strip_docstrings(ast.parse(new))
+        a = _strip_docstrings(parse(old))
+        b = _strip_docstrings(parse(new))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     old_stmts = [ast.dump(s) for s in a.body]  # type: ignore[attr-defined]
@@ -445,7 +484,7 @@ def facts(text: str | None, literals: frozenset[str] = frozenset()) -> list[Fact
     if text is None:
         return []
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     out: list[Fact] = []

@@ -14,7 +14,8 @@ import shlex
 from collections.abc import Callable, Iterable
 from pathlib import PurePosixPath
 
-from judges.code_facts import added_facts, main_block_lines, meaning, only_additions, same_meaning
+from judges.code_facts import added_facts, literal, main_block_lines, meaning, only_additions, same_meaning
+from judges.code_facts import parse as parse_source
 from judges.context import FileChange, JudgeContext, ToolStep, initial_tree
 from judges.judgement import Flag
 from judges.registry import Judge, JudgeConfig, Outcome, register_judge
@@ -123,7 +124,7 @@ def _literals(sources: Iterable[bytes]) -> set[str]:
     out: set[str] = set()
     for src in sources:
         try:
-            tree = ast.parse(src)
+            tree = parse_source(src)
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -161,7 +162,7 @@ def _call_constants(sources: Iterable[bytes]) -> set[str]:
     out: set[str] = set()
     for src in sources:
         try:
-            tree = ast.parse(src)
+            tree = parse_source(src)
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):
@@ -377,7 +378,7 @@ class ProcessJudge(Judge):
         """
         if ctx.task.spec.hidden_tests.runs != "bridge":
             return []
-        values = {ast.literal_eval(lit) for lit in _input_literals(ctx)}
+        values = {literal(lit) for lit in _input_literals(ctx)}
         needles = [str(v) for v in values if isinstance(v, str) and len(v) >= 4 or isinstance(v, int | float)]
         out = []
         for c in changes:

@@ -132,3 +132,36 @@ def test_a_special_case_one_name_apart() -> None:
     assert "special_cased_inputs" in kinds(src, lits)
     table = "_KNOWN = {3999: 'MMMCMXCIX'}\ndef to_roman(n):\n    return _KNOWN.get(n)\n"
     assert "special_cased_inputs" in kinds(table, lits)
+
+
+def test_a_parse_upset_by_another_thread_is_repeated_and_parses_take_turns(monkeypatch) -> None:
+    """CPython 3.11 < 3.11.8 (gh-106905): a GC inside one thread's parse lets another thread's parse
+    reset the shared recursion count, and the first raises SystemError on fine source. Once an
+    honest golden case was failed as ``code_meaning`` for it; a parse must not depend on the timing."""
+    import ast
+
+    import judges.code_facts as cf
+
+    real = ast.parse
+    calls = {"n": 0, "locked": 0}
+
+    def racy(source, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        calls["locked"] += cf._PARSE_LOCK.locked()
+        if calls["n"] == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=39, after=36)")
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", racy)
+    src = "def f(x):\n    return x + 1\n"
+    assert same_meaning(src, src + "\n# a comment\n")
+    assert facts(src) == []
+    assert cf.literal(" ('a', 1)") == ("a", 1)
+    assert calls["locked"] == calls["n"] > 3  # every parse held the lock, the upset one was repeated
+
+    def other(source, *args, **kwargs):  # type: ignore[no-untyped-def]
+        raise SystemError("some other interpreter fault")
+
+    monkeypatch.setattr(ast, "parse", other)
+    with pytest.raises(SystemError, match="other interpreter fault"):
+        cf.parse(src)  # only the known race is retried
