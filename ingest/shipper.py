@@ -210,6 +210,8 @@ class Shipper:
         self._seen_damage: set[tuple[int, Damage]] = set()
         self._seal_seen = -1
         """The segment whose seal a scan has passed (a later scan from after it cannot see it)."""
+        self._suspect: tuple[int, int, int] | None = None
+        """Damage one read of the live segment found ``(segment, start, end)``: real if the next finds it."""
 
     # ------------------------------------------------------------- reading
 
@@ -284,6 +286,8 @@ class Shipper:
             return 0  # sealed, acknowledged and deleted under us: the next call moves on
         else:
             scan = scan_frames(data, self._off, final=final, sealed_expected=later)
+            if not final:
+                self._confirm_live_damage(scan)
         if scan.sealed:
             self._seal_seen = self._seg
         self._keep_damage(scan.damage, data)
@@ -310,6 +314,26 @@ class Shipper:
                 self._seg, self._off, self._cnt = nxt, 0, 0
                 return self._read_more()
         return len(scan.frames)
+
+    def _confirm_live_damage(self, scan: FrameScan) -> None:
+        """Cut a scan of the live segment before damage no earlier read found at the same place.
+
+        One ``pread`` of a segment being written is not a snapshot: the kernel copies it page by
+        page, and pages copied after the reader was descheduled can hold frames the worker wrote
+        after the earlier pages were copied, so a frame it was still copying (or the zeros after
+        it) looks like damage followed by intact frames. Bytes before a frame seen whole are
+        final, so the next read, which starts at the cut, finds real damage again, and a
+        half-copied frame whole.
+        """
+        for i, d in enumerate(scan.damage):
+            key = (self._seg, d.start, d.end)
+            if key == self._suspect:
+                continue
+            self._suspect = key
+            scan.frames = [f for f in scan.frames if f.end <= d.start]
+            del scan.damage[i:]
+            scan.stop, scan.need, scan.sealed, scan.sealed_count = d.start, 0, False, None
+            return
 
     def _note_missing(self, upto: int) -> None:
         """Segments below ``upto`` that vanished unacknowledged: count them and mark them in quarantine."""
@@ -564,6 +588,7 @@ class ShippedDelivery(Delivery):
         self.shipper_progress: Progress | None = None
         spool.recover()  # counts the records earlier processes left (the shipper sends them)
         count_damage(self.stats, spool.damage_found)
+        self._recovery_damage = (self.stats.damaged, self.stats.damaged_bytes, self.stats.torn)
         progress = Progress.read(spool.directory)
         if progress is not None:
             # numbers the shipper has passed are never used again (a lost NEXT file must not make
@@ -705,6 +730,11 @@ class ShippedDelivery(Delivery):
             self.stats.failed = p.failed
             self.stats.sink_resets = p.resets
             self.stats.rejected = p.rejected
+            # what the shipper skipped as damage shows here too, beside what recovery found
+            damaged, damaged_bytes, torn = self._recovery_damage
+            self.stats.damaged = damaged + p.damaged + p.truncated
+            self.stats.damaged_bytes = damaged_bytes + p.damaged_bytes
+            self.stats.torn = torn + p.torn
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Flush (best effort) and release the spool; the shipper then exits.
