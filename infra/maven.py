@@ -45,13 +45,24 @@ def cached_classpath(pom: Path) -> list[str] | None:
     return jars if jars and all(Path(p).exists() for p in jars) else None
 
 
-def build_classpath(pom: Path, label: str, progress: Callable[[str], None] | None = None) -> list[str]:
+def build_classpath(
+    pom: Path,
+    label: str,
+    progress: Callable[[str], None] | None = None,
+    *,
+    settings: Path | None = None,
+    timeout_s: float | None = None,
+) -> list[str]:
     """The runtime classpath of ``pom``, resolved once per pom digest.
 
     Args:
         pom: the pom to resolve.
         label: what the jars are, for messages (``the Apache Kafka jars``).
         progress: told when Maven has to run (the first time only).
+        settings: a Maven settings file to resolve with (``mvn -s``), e.g. one whose
+            ``<mirror>`` sends every repository a dependency's poms name to Maven Central.
+        timeout_s: give up on Maven after this long (a repository that does not answer
+            can hold it for many minutes); ``None`` waits.
 
     Raises:
         MavenError: Maven is missing or could not resolve the jars.
@@ -70,12 +81,17 @@ def build_classpath(pom: Path, label: str, progress: Callable[[str], None] | Non
         progress(f"resolving {label} from Maven Central (first run only)")
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-    proc = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(pom), "dependency:build-classpath",
-         f"-Dmdep.outputFile={tmp}", "-Dmdep.includeScope=runtime"],
-        capture_output=True,
-        text=True,
-    )  # fmt: skip
+    try:
+        proc = subprocess.run(
+            [mvn, "-q", "-B", *(["-s", str(settings)] if settings is not None else []), "-f", str(pom),
+             "dependency:build-classpath", f"-Dmdep.outputFile={tmp}", "-Dmdep.includeScope=runtime"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        tmp.unlink(missing_ok=True)
+        raise MavenError(f"Maven did not resolve {label} within {timeout_s:.0f} s") from exc
     if proc.returncode != 0 or not tmp.exists():
         tail = (proc.stdout + proc.stderr)[-2000:]
         raise MavenError(f"Maven could not resolve {label}:\n{tail}")
