@@ -4,6 +4,8 @@ Run::
 
     .venv/bin/python bench/scale.py [--events 60000] [--producer-events 50000] [--replay-events 1000000]
                                     [--parts pipeline,producer,replay] [--json OUT]
+    .venv/bin/python bench/scale.py --batch-latency [--max-events 1000000] [--batch-events 2000]
+                                    [--json OUT] [--plot OUT.png]
 
 One run, each comparison on the same events in the same run:
 
@@ -18,6 +20,11 @@ One run, each comparison on the same events in the same run:
 - ``replay``: ``--replay-events`` events produced to a topic, then
   ``pipelines.replay`` into a new lake (every table, local runner): seconds,
   events/s, and the time per stage class.
+- ``--batch-latency`` (alone): a fresh lake grown to ``--max-events``; at sizes
+  growing about x3 a batch of ``--batch-events`` new events is timed through
+  ``run_once`` and another one counts the files its reads and merges open
+  (DataFusion's and delta-rs's own metrics); ``--json`` gets the list of
+  ``{lake_events, batch_s, files_read}`` points, and the slope is printed.
 """
 
 from __future__ import annotations
@@ -163,6 +170,122 @@ def bench_replay(n: int) -> dict[str, Any]:
             broker.stop()
 
 
+def _lake_sizes(max_events: int, first: int) -> list[int]:
+    """Lake sizes to measure at: 0, ``first``, then about x3 each, ending at ``max_events``."""
+    sizes, n = [0], first
+    while n < max_events:
+        sizes.append(n)
+        n = n * 3 if n * 3 < max_events else max_events
+    return [*sizes, max_events]
+
+
+def bench_batch_latency(
+    max_events: int, batch: int = 2000, first: int = 20_000, chunk: int = 250_000
+) -> list[dict[str, Any]]:
+    """Grow a fresh lake to ``max_events`` and time a constant batch of ``batch`` events at each size.
+
+    Growth goes through the pipeline too (``run_once`` over chunks of up to ``chunk`` events). At
+    each size two batches of new episodes follow: one timed (``batch_s``, ``run_once`` of it), one
+    with ``TRAJLAKE_SCAN_LOG`` set, whose reads and merges report the files they opened from
+    DataFusion's and delta-rs's own metrics (``files_read``; their ``EXPLAIN ANALYZE`` would skew
+    the timing, hence the second batch).
+    """
+    import os
+
+    from ingest.kafka_broker import EmbeddedKafka
+    from lake import Lake
+    from lake.store import SCAN_LOG_ENV
+    from pipelines import PipelineConfig, run_once
+    from tests.pipelines.log_workload import produce
+
+    points: list[dict[str, Any]] = []
+    seed = 1000  # episode ids ep-<seed>-<n>: later seeds sort later, like time-ordered ids
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = EmbeddedKafka(Path(tmp) / "home", f"127.0.0.1:{_port()}", heap="1g")
+        broker.start()
+        try:
+            cfg = PipelineConfig(bootstrap=broker.bootstrap, lake_root=f"{tmp}/lake")
+            size = 0
+            for target in _lake_sizes(max_events, first):
+                while size < target:
+                    n = min(chunk, target - size)
+                    produce(broker.bootstrap, _records(n, seed=seed))
+                    seed += 1
+                    t0 = time.perf_counter()
+                    run_once(cfg)
+                    size += n
+                    rate = n / (time.perf_counter() - t0)
+                    print(f"batch-latency: lake grown to {size:,} events ({rate:,.0f} events/s)", flush=True)
+                produce(broker.bootstrap, _records(batch, seed=seed))
+                seed += 1
+                t0 = time.perf_counter()
+                run_once(cfg)
+                batch_s = time.perf_counter() - t0
+                size += batch
+                produce(broker.bootstrap, _records(batch, seed=seed))
+                seed += 1
+                log = Path(tmp) / f"scans-{size}.jsonl"
+                os.environ[SCAN_LOG_ENV] = str(log)
+                try:
+                    run_once(cfg)
+                finally:
+                    del os.environ[SCAN_LOG_ENV]
+                size += batch
+                scans = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+                files = {t: 0 for t in sorted({s["table"] for s in scans})}
+                for s in scans:
+                    files[s["table"]] += int(s["files"])
+                lake = Lake(cfg.lake_root)
+                point = {
+                    "lake_events": size - 2 * batch,
+                    "batch_events": batch,
+                    "batch_s": round(batch_s, 3),
+                    "files_read": sum(files.values())
+                    if log.exists()
+                    else None,  # None: a lake that logs no scans
+                    "files_read_by_table": files,
+                    "events_table_files": len(lake.table("events").file_uris()),
+                }
+                points.append(point)
+                print("batch-latency", json.dumps(point), flush=True)
+        finally:
+            broker.stop()
+    return points
+
+
+def _plot_latency(points: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    xs = [max(p["lake_events"], 1) for p in points]
+    ax.plot(xs, [p["batch_s"] for p in points], "o-", label="seconds per batch")
+    ax.set_xscale("log")
+    ax.set_xlabel("events in the lake")
+    ax.set_ylabel(f"seconds per batch of {points[0]['batch_events']:,} events")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [p["files_read"] or 0 for p in points], "s--", color="tab:orange", label="files read")
+    ax2.set_ylabel("files read per batch")
+    fig.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def _slope(points: list[dict[str, Any]]) -> dict[str, float]:
+    """Least-squares seconds per million lake events, and the last batch over the first."""
+    import statistics
+
+    xs = [p["lake_events"] / 1e6 for p in points]
+    ys = [p["batch_s"] for p in points]
+    fit = statistics.linear_regression(xs, ys) if len(points) > 1 else None
+    return {
+        "s_per_million_events": fit.slope if fit else 0.0,
+        "last_over_first": ys[-1] / ys[0] if ys and ys[0] else float("nan"),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=60_000)
@@ -170,7 +293,23 @@ def main() -> None:
     ap.add_argument("--replay-events", type=int, default=1_000_000)
     ap.add_argument("--parts", default="pipeline,producer,replay")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--batch-latency", action="store_true",
+                    help="only: grow a fresh lake and time a constant batch at each size")  # fmt: skip
+    ap.add_argument(
+        "--max-events", type=int, default=1_000_000, help="--batch-latency: the lake's final size"
+    )
+    ap.add_argument("--batch-events", type=int, default=2000, help="--batch-latency: events per timed batch")
+    ap.add_argument("--plot", type=Path, help="--batch-latency: write the curve as a PNG")
     args = ap.parse_args()
+    if args.batch_latency:
+        points = bench_batch_latency(args.max_events, args.batch_events)
+        slope = _slope(points)
+        print("batch-latency slope", json.dumps(slope), flush=True)
+        if args.plot:
+            _plot_latency(points, args.plot)
+        if args.json:
+            args.json.write_text(json.dumps(points, indent=2))
+        return
     parts = args.parts.split(",")
     res: dict[str, Any] = {}
     if "pipeline" in parts:

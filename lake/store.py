@@ -15,6 +15,7 @@ not enforce that check itself.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import time
@@ -42,7 +43,19 @@ CONFLICT_PREFIX = "conflict: event_id "
 """How a conflict's ``quarantine`` row's error starts (then the event id and a space)."""
 
 IN_LIST_MAX = 4000
-"""Up to this many ids a read by episode is an ``IN`` list (pruned per id), beyond it a range."""
+"""Up to this many ids a read by episode is an exact ``IN`` list (with its ranges), beyond it ranges only."""
+
+IN_PRUNE_MAX = 20
+"""DataFusion turns an ``IN`` list into a file-pruning predicate only up to this many values."""
+
+KEY_RANGES_MAX = 8
+"""Most ranges a key predicate cuts its values into (at their widest gaps)."""
+
+COMPACT_MIN_FILES = 32
+"""A table is compacted between batches once it holds this many small files (0: never)."""
+
+COMPACT_TARGET_BYTES = 128 << 20
+"""The size compaction aims at; files under a quarter of it count as small."""
 
 WriteMode = Literal["insert_new", "upsert", "replace_episodes"]
 
@@ -277,6 +290,8 @@ class Lake:
         try:
             reader = QueryBuilder().register(name, dt).execute(sql)
             table = pa.table(reader)
+            if SCAN_LOG_ENV in os.environ:
+                _log_scan(name, "read", _files_opened(QueryBuilder().register(name, dt), sql))
         except Exception as exc:
             from lake.check import check_table
 
@@ -296,11 +311,10 @@ class Lake:
         """The rows of ``name`` (a table with an ``episode_id`` column) of these episodes, only ``columns``.
 
         The scan reads only those columns, and DataFusion prunes files and row groups by
-        the predicate: for up to a few thousand ids an ``IN`` list (scattered ids, a late
-        straggler among them, still touch only their files); for more, the ids' range (a
-        large read; new episodes' time-ordered ids touch the newest files) and the exact
-        set is then kept in Arrow. A learner reading its new episodes does not decode the
-        rest of the table.
+        the ids' ranges (:func:`key_predicate`: a late straggler among new episodes' time-ordered
+        ids adds its own range, not the span between); for up to a few thousand ids the exact
+        ``IN`` list filters rows in the scan, for more the exact set is kept in Arrow. A learner
+        reading its new episodes does not decode the rest of the table.
         """
         import pyarrow.compute as pc
 
@@ -311,27 +325,39 @@ class Lake:
             return pa.Table.from_pylist([], schema)
         ids = sorted(set(episode_ids))
         if len(ids) <= IN_LIST_MAX:
-            chunks = [", ".join(sql_literal(e) for e in ids[i : i + 1000]) for i in range(0, len(ids), 1000)]
+            chunks = [ids[i : i + 1000] for i in range(0, len(ids), 1000)]
             parts = [
-                self.read(name, version=version, columns=schema.names, where=f"episode_id IN ({chunk})")
+                self.read(
+                    name, version=version, columns=schema.names, where=key_predicate("episode_id", chunk)
+                )
                 for chunk in chunks
             ]
             return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
         wanted = list(schema.names) + ([] if "episode_id" in schema.names else ["episode_id"])
-        where = f"episode_id >= {sql_literal(ids[0])} AND episode_id <= {sql_literal(ids[-1])}"
+        where = key_predicate("episode_id", ids, exact=False)
         table = self.read(name, version=version, columns=wanted, where=where)
         table = table.filter(pc.is_in(table.column("episode_id"), value_set=pa.array(ids, type=pa.string())))
         return table.select(schema.names)
 
     def read_events_by_id(self, event_ids: Sequence[str], version: int | None = None) -> pa.Table:
-        """The ``events`` rows of these event ids, whatever their ``event_date`` partition."""
+        """The ``events`` rows of these event ids, whatever their ``event_date`` partition.
+
+        The dedup lookup of every batch: first the ``event_id`` column alone of the files whose
+        statistics the ids' ranges cannot rule out (:func:`key_predicate`; time-ordered UUIDv7 ids
+        of one batch touch the newest files, whatever the table's size), then whole rows of the
+        ids found (none, unless a batch is read again or a producer re-sends).
+        """
         if not event_ids or not self.exists("events"):
             return pa.Table.from_pylist([], TABLES["events"])
-        return self.read(
-            "events",
-            version=version,
-            where="event_id IN (" + ", ".join(sql_literal(e) for e in event_ids) + ")",
+        dt = self.table("events", version)
+        version = int(dt.version())
+        found = self.read(
+            "events", version=version, columns=["event_id"], where=key_predicate("event_id", event_ids)
         )
+        hits = found.column("event_id").to_pylist()
+        if not hits:
+            return pa.Table.from_pylist([], TABLES["events"])
+        return self.read("events", version=version, where=key_predicate("event_id", hits))
 
     def read_conflicts(self, event_ids: Iterable[str]) -> list[dict[str, Any]]:
         """The ``quarantine`` rows of copies that conflicted with these event ids.
@@ -351,11 +377,7 @@ class Lake:
         """Every ``events`` row of the given episodes."""
         if not episode_ids:
             return pa.Table.from_pylist([], TABLES["events"])
-        return self.read(
-            "events",
-            version=version,
-            where="episode_id IN (" + ", ".join(sql_literal(e) for e in episode_ids) + ")",
-        )
+        return self.read("events", version=version, where=key_predicate("episode_id", episode_ids))
 
     def versions(self) -> dict[str, int]:
         """Current Delta version of every existing pipeline table."""
@@ -441,7 +463,6 @@ class Lake:
     ) -> bool:
         if txns and self._holds(name, txns):
             return False
-        scope = _replacing_scope(name, replacing)
         schema = TABLES[name]
         data = rows.select(schema.names).cast(schema) if rows.num_rows else pa.Table.from_pylist([], schema)
         keys = PRIMARY_KEYS[name]
@@ -453,7 +474,7 @@ class Lake:
         while True:
             attempt += 1
             try:
-                self._commit(name, data, keys, mode, props, episodes, scope)
+                self._commit(name, data, keys, mode, props, episodes, replacing)
                 return True
             except (DeltaError, OSError) as exc:
                 # The outcome is unknown: the commit may have landed before the error.
@@ -464,6 +485,54 @@ class Lake:
                     raise LakeError(f"commit to {name} failed after {attempt} attempts: {exc}") from exc
                 log.warning("commit to %s failed (%s); retrying", name, exc)
                 time.sleep(0.05 * 2**attempt)
+
+    def small_files(self, name: str) -> int:
+        """Small files of ``name`` that compaction can merge: those sharing a partition with another."""
+        actions = pa.table(self.table(name).get_add_actions(flatten=True))
+        parts = [c for c in actions.column_names if c.startswith("partition.")]
+        groups: dict[tuple[Any, ...], int] = {}
+        sizes = actions.column("size_bytes").to_pylist()
+        keys = (
+            list(zip(*(actions.column(c).to_pylist() for c in parts), strict=True))
+            if parts
+            else [()] * len(sizes)
+        )
+        for size, key in zip(sizes, keys, strict=True):
+            if size < COMPACT_TARGET_BYTES // 4:
+                groups[key] = groups.get(key, 0) + 1
+        return sum(n for n in groups.values() if n > 1)
+
+    def compact(self, name: str, *, min_files: int = COMPACT_MIN_FILES) -> dict[str, Any] | None:
+        """Compact ``name``'s small files with delta-rs (``optimize.compact``) once it has ``min_files``.
+
+        Returns delta-rs's metrics, or None when nothing was due (or a writer's commit won).
+        delta-rs bins neighbouring files in commit order, so the narrow key ranges of
+        time-ordered ids stay narrow per file and batches still prune. Readers at earlier
+        versions keep their files until a vacuum; a writer that committed meanwhile either
+        does not conflict (new files only) or is retried by its own commit loop, and a
+        compaction that loses is skipped until the next batch. On a lake with a commit lock
+        (object stores) the lock is held while it runs, so writers wait for one compaction of
+        a bounded number of files.
+        """
+        if min_files <= 0 or not self.exists(name):
+            return None
+        if self.small_files(name) < min_files:
+            return None
+        with self.writing():
+            try:
+                metrics = self.table(name).optimize.compact(
+                    target_size=COMPACT_TARGET_BYTES, max_concurrent_tasks=1
+                )
+            except DeltaError as exc:
+                log.info("compaction of %s skipped: %s", name, exc)
+                return None
+        log.info(
+            "compacted %s: %s files into %s",
+            name,
+            metrics.get("numFilesRemoved"),
+            metrics.get("numFilesAdded"),
+        )
+        return dict(metrics)
 
     def _holds(self, name: str, txns: Mapping[str, int]) -> bool:
         dt = self.table(name)
@@ -481,48 +550,78 @@ class Lake:
         mode: WriteMode,
         props: CommitProperties,
         episodes: Sequence[str] = (),
-        replacing: str | None = None,
+        replacing: Sequence[tuple[Any, ...]] = (),
     ) -> None:
-        """One commit: ``data`` merged by ``keys`` per ``mode``.
+        """One commit: ``data`` merged by ``keys`` per ``mode``, reading only the files it touches.
 
-        Rows matching ``replacing`` (a predicate on the target ``t``) that ``data`` does not
-        hold are deleted in the same commit.
+        The rows the commit removes (with ``replace_episodes``, the stored rows of ``episodes``
+        that ``data`` no longer holds; the rows ``replacing`` names that ``data`` does not hold)
+        join the merge's source as tombstones, matched by key and deleted. A MERGE with a ``not
+        matched by source`` clause cannot prune (delta-rs turns its file filter off for one) and
+        scans the whole table; here every clause matches by key, and the merge predicate bounds
+        the target by the source's key ranges (:func:`key_predicate`) and partitions, so the files
+        read are those whose statistics can hold the batch's keys.
         """
         from deltalake import write_deltalake
 
         dt = self.table(name)
         before = dt.version()
-        predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+        parts = PARTITION_COLUMNS.get(name, ())
+        cols = [*keys, *(p for p in parts if p not in keys)]
+        have = set(zip(*(data.column(c).to_pylist() for c in cols), strict=True)) if data.num_rows else set()
+        stale: set[tuple[Any, ...]] = set()
         if mode == "replace_episodes" and episodes:
-            scope = "t.episode_id IN (" + ", ".join(sql_literal(e) for e in sorted(set(episodes))) + ")"
-            (
+            stored = self.read(
+                name, version=before, columns=cols, where=key_predicate("episode_id", episodes)
+            )
+            stale |= set(zip(*(stored.column(c).to_pylist() for c in cols), strict=True)) - have
+        if replacing:
+            named = {tuple(k) for k in replacing}
+            stale |= {k for k in named if k not in have}
+        if data.num_rows or stale:
+            if mode == "insert_new":
+                redo = {
+                    tuple(k) for k in replacing
+                }  # a replaced row's new copy under its key takes its place
+                ops = [
+                    "upsert" if k in redo else "insert"
+                    for k in zip(*(data.column(c).to_pylist() for c in cols))
+                ]
+            else:
+                ops = ["upsert"] * data.num_rows
+            loose = pa.schema([f.with_nullable(True) for f in data.schema])
+            tomb = {c: [k[i] for k in sorted(stale)] for i, c in enumerate(cols)}
+            tombs = pa.Table.from_pydict(
+                {f.name: tomb.get(f.name, [None] * len(stale)) for f in loose}, schema=loose
+            )
+            source = pa.concat_tables([data.cast(loose), tombs]).append_column(
+                "_trajlake_op", pa.array(ops + ["delete"] * len(stale), pa.string())
+            )
+            lead = keys[0]
+            bound = key_predicate(lead, source.column(lead).to_pylist(), alias="t.", exact=False)
+            predicate = " AND ".join([bound, *(f"t.{c} = s.{c}" for c in cols)])
+            metrics = (
                 dt.merge(
-                    source=data,
+                    source=source,
                     predicate=predicate,
                     source_alias="s",
                     target_alias="t",
                     commit_properties=props,
+                )  # fmt: skip
+                .when_matched_delete(predicate="s._trajlake_op = 'delete'")
+                .when_matched_update(
+                    updates={f.name: f"s.{f.name}" for f in data.schema},
+                    predicate="s._trajlake_op = 'upsert'",
                 )
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .when_not_matched_by_source_delete(predicate=scope)
+                .when_not_matched_insert(
+                    updates={f.name: f"s.{f.name}" for f in data.schema},
+                    predicate="s._trajlake_op <> 'delete'",
+                )
                 .execute()
             )
-        elif data.num_rows or replacing:
-            for part in PARTITION_COLUMNS.get(name, ()):
-                predicate += f" AND t.{part} = s.{part}"  # lets the merge prune partitions
-            merger = dt.merge(
-                source=data, predicate=predicate, source_alias="s", target_alias="t", commit_properties=props
-            )
-            if mode in ("upsert", "replace_episodes"):
-                merger = merger.when_matched_update_all().when_not_matched_insert_all()
-            else:
-                if replacing:  # a replaced row's new copy under the same key takes its place
-                    merger = merger.when_matched_update_all(predicate=replacing)
-                merger = merger.when_not_matched_insert_all()
-            if replacing:  # the replaced rows go in the commit that brings their replacements
-                merger = merger.when_not_matched_by_source_delete(predicate=replacing)
-            merger.execute()
+            if SCAN_LOG_ENV in os.environ:
+                _log_scan(name, "merge", int(metrics.get("num_target_files_scanned", 0)),
+                          skipped=int(metrics.get("num_target_files_skipped_during_scan", 0)))  # fmt: skip
         # A MERGE that changes nothing commits nothing, and an empty batch has no
         # rows to merge: the offsets must still be recorded, with an empty commit.
         if self.table(name).version() == before:
@@ -535,34 +634,73 @@ class Lake:
             )
 
 
-def _replacing_scope(name: str, replacing: Sequence[tuple[Any, ...]]) -> str | None:
-    """A predicate on the target ``t`` selecting the stored rows named in ``replacing`` (None: none).
+SCAN_LOG_ENV = "TRAJLAKE_SCAN_LOG"
+"""Set to a file path: every read and merge appends ``{table, op, files}`` there, the files it
+opened as DataFusion's and delta-rs's own metrics count them (``files_opened`` of an ``EXPLAIN
+ANALYZE`` of the same query, ``num_target_files_scanned`` of a merge). For benchmarks: each
+read then runs twice."""
 
-    ``events`` rows are named ``(event_id, event_date)``: event ids are unique in the table, so
-    an ``IN`` list picks them, and their dates prune partitions. Other tables' rows are named
-    by primary key, as a balanced ``OR`` of key matches (a chain of thousands nests too deep
-    for the query planner).
+
+def _log_scan(table: str, op: str, files: int, **more: int) -> None:
+    line = json.dumps({"table": table, "op": op, "files": files, "pid": os.getpid(), **more}) + "\n"
+    fd = os.open(os.environ[SCAN_LOG_ENV], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())  # one short append: lines of concurrent writers do not mix
+    finally:
+        os.close(fd)
+
+
+def _files_opened(qb: Any, sql: str) -> int:
+    """Files the query opens, from DataFusion's metrics (its scans' ``files_opened``)."""
+    import re
+
+    plan = " ".join(
+        str(v) for row in pa.table(qb.execute(f"EXPLAIN ANALYZE {sql}")).to_pylist() for v in row.values()
+    )
+    return sum(int(n) for n in re.findall(r"\bfiles_opened=(\d+)", plan))
+
+
+def key_predicate(column: str, values: Iterable[Any], *, alias: str = "", exact: bool = True) -> str:
+    """A predicate selecting rows whose ``column`` is one of ``values``, that prunes files.
+
+    DataFusion prunes files and row groups by their min/max statistics for ranges, and for an
+    ``IN`` list only up to :data:`IN_PRUNE_MAX` values: past that an ``IN`` list reads every
+    file. So the values, sorted, are cut into at most :data:`KEY_RANGES_MAX` ranges at their
+    widest gaps (strings: where neighbours share the shortest prefix, so a straggler of an old
+    UUIDv7 episode gets a range of its own instead of stretching one over the table), and the
+    ``IN`` list is added (``exact``) to select exactly. ``alias``: a table alias such as ``t.``.
     """
-    if not replacing:
-        return None
-    if name == "events":
-        ids = ", ".join(sql_literal(k[0]) for k in sorted(set(replacing)))
-        dates = ", ".join(sorted({f"'{k[1]}'" for k in replacing}))
-        return f"t.event_date IN ({dates}) AND t.event_id IN ({ids})"
-    cols = PRIMARY_KEYS[name]
-    terms = [
-        "(" + " AND ".join(f"t.{c} = {sql_literal(v)}" for c, v in zip(cols, key, strict=True)) + ")"
-        for key in sorted(set(replacing))
-    ]
-    return any_of(terms)
+    vals = sorted(set(values))
+    if not vals:
+        return "FALSE"
+    col = f"{alias}{column}"
+    listed = f"{col} IN (" + ", ".join(sql_literal(v) for v in vals) + ")"
+    if len(vals) <= IN_PRUNE_MAX:
+        return listed
+    ranges = " OR ".join(
+        f"{col} = {sql_literal(lo)}"
+        if lo == hi
+        else f"({col} >= {sql_literal(lo)} AND {col} <= {sql_literal(hi)})"
+        for lo, hi in _key_ranges(vals, KEY_RANGES_MAX)
+    )
+    return f"({ranges}) AND {listed}" if exact else f"({ranges})"
 
 
-def any_of(terms: Sequence[str]) -> str:
-    """``terms`` joined by ``OR`` as a balanced tree: its depth grows as log2 of their number."""
-    if len(terms) == 1:
-        return terms[0]
-    mid = len(terms) // 2
-    return f"({any_of(terms[:mid])} OR {any_of(terms[mid:])})"
+def _key_ranges(vals: Sequence[Any], most: int) -> list[tuple[Any, Any]]:
+    """Sorted ``vals`` as at most ``most`` runs ``(first, last)``, cut at their widest gaps."""
+
+    def gap(a: Any, b: Any) -> float:
+        if isinstance(a, str) and isinstance(b, str):
+            return -float(len(os.path.commonprefix([a, b])))
+        return float(b - a)
+
+    score = {i: gap(vals[i - 1], vals[i]) for i in range(1, len(vals))}
+    narrowest = min(score.values(), default=0.0)
+    wide = sorted((i for i in score if score[i] > narrowest), key=lambda i: score[i], reverse=True)
+    cuts = sorted(wide[: most - 1])  # only gaps wider than neighbours' usual distance
+    starts = [0, *cuts]
+    ends = [*cuts, len(vals)]
+    return [(vals[a], vals[b - 1]) for a, b in zip(starts, ends, strict=True)]
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

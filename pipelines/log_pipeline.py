@@ -31,7 +31,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from lake.check import refuse_damaged
 from lake.errors import LakeError
-from lake.store import PIPELINE_TABLES, Lake, OffsetRange, app_id
+from lake.store import COMPACT_MIN_FILES, PIPELINE_TABLES, Lake, OffsetRange, app_id
 from pipelines.beam_stages import (
     EPISODE_TABLES,
     AssembleEpisodes,
@@ -70,11 +70,16 @@ class PipelineConfig:
     """Pipeline name: the prefix of the Delta ``txn`` app ids."""
     max_batch_per_partition: int = 200_000
     """Cap of a micro-batch, in records per partition."""
+    compact_min_files: int = COMPACT_MIN_FILES
+    """Between batches, a table with this many small files is compacted by delta-rs (0: never)."""
     num_workers: int = 2
     """Workers of the local ``FnApiRunner``."""
     running_mode: str = "multi_processing"
     """``in_memory`` (one in-process worker), ``multi_threading`` or ``multi_processing``
     (``num_workers`` SDK workers) for the local ``FnApiRunner``."""
+    in_process_below: int = 20_000
+    """A micro-batch of fewer records runs ``in_memory`` on the local ``FnApiRunner``: starting
+    ``num_workers`` SDK worker processes costs seconds, more than such a batch's work (0: never)."""
     beam_args: list[str] = field(default_factory=list)
     """Extra Beam pipeline options; a ``--runner`` among them (Flink, Spark,
     Dataflow, ...) replaces the local ``FnApiRunner``."""
@@ -205,7 +210,7 @@ def plan_batch(
     return ranges
 
 
-def _options(cfg: PipelineConfig) -> tuple[Any, PipelineOptions]:
+def _options(cfg: PipelineConfig, records: int | None = None) -> tuple[Any, PipelineOptions]:
     opts = PipelineOptions(cfg.beam_args)
     if cfg.runner == "dask":
         from pipelines.dask_runner import BoundedDaskRunner
@@ -220,11 +225,14 @@ def _options(cfg: PipelineConfig) -> tuple[Any, PipelineOptions]:
         return None, opts
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
+    mode = cfg.running_mode
+    if records is not None and records < cfg.in_process_below:
+        mode = "in_memory"
     opts = PipelineOptions(
         [
             *cfg.beam_args,
             f"--direct_num_workers={cfg.num_workers}",
-            f"--direct_running_mode={cfg.running_mode}",
+            f"--direct_running_mode={mode}",
             "--default_sdk_harness_log_level=WARNING",
         ]
     )
@@ -371,7 +379,7 @@ def _sweep_staging(lake: Lake) -> None:
 def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
     """Run one micro-batch's pipeline to completion."""
     t0 = time.monotonic()
-    runner, opts = _options(cfg)
+    runner, opts = _options(cfg, sum(len(r) for r in ranges))
     p = beam.Pipeline(runner=runner, options=opts) if runner is not None else beam.Pipeline(options=opts)
     run_id = f"{int(time.time())}-{uuid.uuid4().hex[:12]}"  # the time first: the sweep reads it
     build(p, ranges, cfg, run_id)
@@ -459,6 +467,7 @@ def _run_once(
         previous = ranges
         res = run_batch(ranges, cfg)
         results.append(res)
+        compact_between_batches(lake, cfg)
         if on_batch:
             on_batch(res)
 
@@ -502,6 +511,7 @@ def _run_follow(
             if ranges:
                 res = run_batch(ranges, cfg)
                 n += 1
+                compact_between_batches(lake, cfg)
                 if on_batch:
                     on_batch(res)
             else:
@@ -510,6 +520,13 @@ def _run_follow(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return n
+
+
+def compact_between_batches(lake: Lake, cfg: PipelineConfig) -> list[str]:
+    """Compact the tables that have gathered ``cfg.compact_min_files`` small files; return their names."""
+    if cfg.compact_min_files <= 0:
+        return []
+    return [t for t in PIPELINE_TABLES if lake.compact(t, min_files=cfg.compact_min_files) is not None]
 
 
 def backlog(cfg: PipelineConfig) -> int:

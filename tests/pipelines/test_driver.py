@@ -20,6 +20,14 @@ def test_the_local_runner_is_set_explicitly_with_workers() -> None:
     assert all_opts["direct_running_mode"] == "multi_processing"
 
 
+def test_a_small_batch_runs_in_process_and_a_large_one_on_the_workers() -> None:
+    cfg = PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", num_workers=2, in_process_below=20_000)
+    modes = {n: _options(cfg, n)[1].get_all_options()["direct_running_mode"] for n in (1999, 19_999, 20_000)}
+    assert modes == {1999: "in_memory", 19_999: "in_memory", 20_000: "multi_processing"}
+    never = PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", in_process_below=0)
+    assert _options(never, 5)[1].get_all_options()["direct_running_mode"] == "multi_processing"
+
+
 def test_portable_runner_options_are_handed_to_beam() -> None:
     args = ["--runner=FlinkRunner", "--flink_master=localhost:8081", "--environment_type=LOOPBACK"]
     runner, opts = _options(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", beam_args=args))

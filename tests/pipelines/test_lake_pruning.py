@@ -1,0 +1,160 @@
+"""A batch reads the files its keys can be in, not the table: merges and lookups on real Delta tables.
+
+The files each read and merge opens are DataFusion's and delta-rs's own counts
+(``TRAJLAKE_SCAN_LOG``); a MERGE with a ``not matched by source`` clause, or an
+``IN`` list past 20 values, would open every file of the table.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lake import Lake
+from lake.store import IN_PRUNE_MAX, KEY_RANGES_MAX, SCAN_LOG_ENV, _key_ranges, key_predicate
+from pipelines.beam_stages import event_row
+from schemas import TABLES, parse_event
+from tests.pipelines.factories import model
+
+N_FILES = 24
+
+
+def frow(episode: str, version: str) -> dict[str, object]:
+    return {"episode_id": episode, "judge_name": "j", "judge_version": version, "category": "test_failure",
+            "failing_seq": 1, "signature": "s", "message": "m", "task_id": "t",
+            "policy_version": "0"}  # fmt: skip
+
+
+def episode(batch: int, i: int) -> str:
+    return f"ep-{batch:04d}-{i:03d}"  # time-ordered, like the UUIDv7 episode ids workers make
+
+
+@pytest.fixture
+def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lake:
+    lk = Lake(tmp_path / "lake")
+    lk.ensure()
+    for b in range(N_FILES):  # one file per batch, each holding its own episodes' rows
+        rows = [frow(episode(b, i), v) for i in range(30) for v in ("v1", "v2")]
+        lk.write(
+            "failures", pa.Table.from_pylist(rows, schema=TABLES["failures"]), mode="upsert", txns={"a": b}
+        )
+    monkeypatch.setenv(SCAN_LOG_ENV, str(tmp_path / "scans.jsonl"))
+    return lk
+
+
+def scans(tmp_path: Path) -> list[dict[str, int | str]]:
+    path = tmp_path / "scans.jsonl"
+    out = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    path.unlink(missing_ok=True)
+    return out
+
+
+def test_a_replacing_merge_opens_only_the_files_of_its_episodes(lake: Lake, tmp_path: Path) -> None:
+    assert len(lake.table("failures").file_uris()) == N_FILES
+    # episodes of the newest batch re-judged, and a straggler from the first: v1 now passes for all
+    touched = [episode(N_FILES - 1, i) for i in range(25)] + [episode(0, 7)]
+    new = pa.Table.from_pylist([frow(e, "v2") for e in touched], schema=TABLES["failures"])
+    lake.write("failures", new, mode="replace_episodes", txns={"a": 100}, episodes=[*touched, episode(5, 1)])
+    merges = [s for s in scans(tmp_path) if s["op"] == "merge"]
+    assert len(merges) == 1 and merges[0]["files"] <= 3, merges  # the two batches' files, not all 24
+    assert merges[0]["skipped"] >= N_FILES - 3
+    got = {(r["episode_id"], r["judge_version"]) for r in lake.read("failures").to_pylist()}
+    for e in touched:
+        assert (e, "v2") in got and (e, "v1") not in got
+    assert (episode(5, 1), "v1") not in got and (
+        episode(5, 1),
+        "v2",
+    ) not in got  # named, no row left: emptied
+    untouched = {(episode(b, i), v) for b in range(N_FILES) for i in range(30) for v in ("v1", "v2")}
+    untouched -= {(e, v) for e in [*touched, episode(5, 1)] for v in ("v1", "v2")}
+    assert untouched <= got and len(got) == len(untouched) + len(touched)
+
+
+def test_the_dedup_lookup_reads_the_id_column_of_the_newest_files(tmp_path: Path, monkeypatch) -> None:
+    lake = Lake(tmp_path / "lake")
+    lake.ensure()
+    batches = []
+    for b in range(N_FILES):
+        rows = [event_row(parse_event(d), "t", 0, b * 100 + i)
+                for i, d in enumerate(model(f"e{b}", s) for s in range(100))]  # fmt: skip
+        batches.append(rows)
+        lake.write(
+            "events", pa.Table.from_pylist(rows, schema=TABLES["events"]), mode="insert_new", txns={"p": b}
+        )
+    monkeypatch.setenv(SCAN_LOG_ENV, str(tmp_path / "scans.jsonl"))
+    newest = [r["event_id"] for r in batches[-1][:60]] + [r["event_id"] for r in batches[-2][:5]]
+    found = lake.read_events_by_id(newest + ["no-such-id"])
+    assert sorted(found.column("event_id").to_pylist()) == sorted(newest)
+    reads = scans(tmp_path)
+    assert reads and all(s["op"] == "read" for s in reads)
+    assert sum(int(s["files"]) for s in reads) <= 4, reads  # two files, twice (ids, then the rows found)
+    # a batch of new ids (none stored): only the id column of at most the newest files
+    fresh = [str(parse_event(model("new", s)).event_id) for s in range(200)]
+    assert lake.read_events_by_id(fresh).num_rows == 0
+    assert sum(int(s["files"]) for s in scans(tmp_path)) <= 1
+
+
+def test_key_predicates_cut_ranges_at_the_widest_gaps() -> None:
+    few = [episode(3, i) for i in range(IN_PRUNE_MAX)]
+    assert key_predicate("episode_id", few).startswith("episode_id IN (")
+    many = [episode(20, i) for i in range(100)] + [episode(1, 4)]
+    where = key_predicate("episode_id", many, alias="t.")
+    assert "(t.episode_id = 'ep-0001-004' OR " in where  # the straggler is a range of its own
+    ranges = _key_ranges(sorted(many), KEY_RANGES_MAX)
+    assert 2 <= len(ranges) <= KEY_RANGES_MAX and ranges[0] == ("ep-0001-004", "ep-0001-004")
+    assert [lo for lo, _ in ranges[1:]] == sorted(lo for lo, _ in ranges[1:]) and ranges[1][
+        0
+    ] == "ep-0020-000"
+    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))  # disjoint, in order
+    assert ranges[-1][1] == "ep-0020-099"
+    assert where.endswith(")") and " AND t.episode_id IN (" in where
+    assert "IN (" not in key_predicate("episode_id", many, exact=False)
+    assert key_predicate("offset", list(range(50)) + [10_000]).count(" OR ") == 1
+    assert key_predicate("episode_id", []) == "FALSE"
+
+
+def test_compaction_between_writes_while_readers_read(lake: Lake, tmp_path: Path) -> None:
+    """delta-rs compacts the small files while readers read the latest and a pinned version."""
+    import threading
+
+    pinned = lake.table("failures").version()
+    want = lake.read("failures").num_rows
+    assert len(lake.table("failures").file_uris()) == N_FILES
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                n_now, n_then = lake.read("failures").num_rows, lake.read("failures", version=pinned).num_rows
+                if n_then != want or n_now < want:
+                    errors.append(f"read {n_now} / pinned {n_then} rows, expected {want}")
+            except Exception as exc:  # noqa: BLE001 - a failed read is what this test looks for
+                errors.append(repr(exc))
+
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for t in readers:
+        t.start()
+    try:
+        assert lake.compact("failures", min_files=N_FILES + 1) is None  # not due yet: nothing happens
+        metrics = lake.compact("failures", min_files=8)
+        extra = pa.Table.from_pylist([frow(episode(99, 0), "v1")], schema=TABLES["failures"])
+        lake.write("failures", extra, mode="upsert", txns={"a": 200})  # a writer after it goes on
+    finally:
+        stop.set()
+        for t in readers:
+            t.join()
+    assert not errors, errors[:3]
+    assert metrics is not None and metrics["numFilesRemoved"] == N_FILES and metrics["numFilesAdded"] == 1
+    assert len(lake.table("failures").file_uris()) == 2
+    assert lake.read("failures").num_rows == want + 1
+    assert lake.read("failures", version=pinned).num_rows == want  # not vacuumed: old versions still read
+    assert lake.txn_version("failures", "a") == 200
+    # the compacted file keeps the keys' ranges in commit order: a merge of new episodes skips it
+    new = pa.Table.from_pylist([frow(episode(150, 1), "v1")], schema=TABLES["failures"])
+    lake.write("failures", new, mode="replace_episodes", txns={"a": 201}, episodes=[episode(150, 1)])
+    merges = [s for s in scans(tmp_path) if s["op"] == "merge"]
+    assert merges[-1]["files"] == 0, merges
