@@ -180,12 +180,12 @@ def _lake_sizes(max_events: int, first: int) -> list[int]:
 
 
 def bench_batch_latency(
-    max_events: int, batch: int = 2000, first: int = 20_000, chunk: int = 250_000
+    max_events: int, batch: int = 2000, first: int = 20_000, chunk: int = 250_000, repeats: int = 3
 ) -> list[dict[str, Any]]:
     """Grow a fresh lake to ``max_events`` and time a constant batch of ``batch`` events at each size.
 
     Growth goes through the pipeline too (``run_once`` over chunks of up to ``chunk`` events). At
-    each size two batches of new episodes follow: one timed (``batch_s``, ``run_once`` of it), one
+    each size ``repeats`` batches of new episodes are timed (``batch_s``: the median ``run_once``), one
     with ``TRAJLAKE_SCAN_LOG`` set, whose reads and merges report the files they opened from
     DataFusion's and delta-rs's own metrics (``files_read``; their ``EXPLAIN ANALYZE`` would skew
     the timing, hence the second batch).
@@ -216,12 +216,15 @@ def bench_batch_latency(
                     size += n
                     rate = n / (time.perf_counter() - t0)
                     print(f"batch-latency: lake grown to {size:,} events ({rate:,.0f} events/s)", flush=True)
-                produce(broker.bootstrap, _records(batch, seed=seed))
-                seed += 1
-                t0 = time.perf_counter()
-                run_once(cfg)
-                batch_s = time.perf_counter() - t0
-                size += batch
+                times = []
+                for _ in range(repeats):
+                    produce(broker.bootstrap, _records(batch, seed=seed))
+                    seed += 1
+                    t0 = time.perf_counter()
+                    run_once(cfg)
+                    times.append(time.perf_counter() - t0)
+                    size += batch
+                batch_s = sorted(times)[len(times) // 2]
                 produce(broker.bootstrap, _records(batch, seed=seed))
                 seed += 1
                 log = Path(tmp) / f"scans-{size}.jsonl"
@@ -237,9 +240,10 @@ def bench_batch_latency(
                     files[s["table"]] += int(s["files"])
                 lake = Lake(cfg.lake_root)
                 point = {
-                    "lake_events": size - 2 * batch,
+                    "lake_events": size - (repeats + 1) * batch,
                     "batch_events": batch,
                     "batch_s": round(batch_s, 3),
+                    "batch_s_each": [round(t, 3) for t in times],
                     "files_read": sum(files.values())
                     if log.exists()
                     else None,  # None: a lake that logs no scans
