@@ -272,6 +272,8 @@ def _plot_latency(points: list[dict[str, Any]], out: Path) -> None:
     ax2 = ax.twinx()
     ax2.plot(xs, [p["files_read"] or 0 for p in points], "s--", color="tab:orange", label="files read")
     ax2.set_ylabel("files read per batch")
+    ax.set_ylim(bottom=0)
+    ax2.set_ylim(0, max(p["files_read"] or 0 for p in points) + 2)
     fig.legend(loc="upper left")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
