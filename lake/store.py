@@ -351,13 +351,18 @@ class Lake:
             return pa.Table.from_pylist([], TABLES["events"])
         dt = self.table("events", version)
         version = int(dt.version())
-        found = self.read(
-            "events", version=version, columns=["event_id"], where=key_predicate("event_id", event_ids)
-        )
-        hits = found.column("event_id").to_pylist()
+        ids = sorted(set(event_ids))
+        hits: list[str] = []
+        for i in range(0, len(ids), IN_LIST_MAX):  # bounded IN lists (see read_episodes_rows)
+            where = key_predicate("event_id", ids[i : i + IN_LIST_MAX])
+            hits += (
+                self.read("events", version=version, columns=["event_id"], where=where).column(0).to_pylist()
+            )
         if not hits:
             return pa.Table.from_pylist([], TABLES["events"])
-        return self.read("events", version=version, where=key_predicate("event_id", hits))
+        chunks = [hits[i : i + IN_LIST_MAX] for i in range(0, len(hits), IN_LIST_MAX)]
+        parts = [self.read("events", version=version, where=key_predicate("event_id", c)) for c in chunks]
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
     def read_conflicts(self, event_ids: Iterable[str]) -> list[dict[str, Any]]:
         """The ``quarantine`` rows of copies that conflicted with these event ids.
@@ -377,7 +382,7 @@ class Lake:
         """Every ``events`` row of the given episodes."""
         if not episode_ids:
             return pa.Table.from_pylist([], TABLES["events"])
-        return self.read("events", version=version, where=key_predicate("episode_id", episode_ids))
+        return self.read_episodes_rows("events", episode_ids, version=version)
 
     def versions(self) -> dict[str, int]:
         """Current Delta version of every existing pipeline table."""
@@ -571,9 +576,8 @@ class Lake:
         have = set(zip(*(data.column(c).to_pylist() for c in cols), strict=True)) if data.num_rows else set()
         stale: set[tuple[Any, ...]] = set()
         if mode == "replace_episodes" and episodes:
-            stored = self.read(
-                name, version=before, columns=cols, where=key_predicate("episode_id", episodes)
-            )
+            # chunked: DataFusion's SQL path overflows its stack on an IN list of ~25k values (a segfault)
+            stored = self.read_episodes_rows(name, episodes, version=before, columns=cols)
             stale |= set(zip(*(stored.column(c).to_pylist() for c in cols), strict=True)) - have
         if replacing:
             named = {tuple(k) for k in replacing}
