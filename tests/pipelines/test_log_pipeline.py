@@ -56,17 +56,19 @@ def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
 ) -> None:
     wl = make_workload(n_episodes=320)
     assert len(wl.phase1) + len(wl.phase2) > 20_000
-    cfg = PipelineConfig(  # delta-rs compacts a table between batches once it has 3 small files
+    cfg = PipelineConfig(  # delta-rs compacts a table between batches once 2 small files share a partition
         bootstrap=broker.bootstrap, lake_root=str(tmp_path / "lake"), max_batch_per_partition=1500,
-        compact_min_files=3,
+        compact_min_files=2,
     )  # fmt: skip
     produce(broker.bootstrap, wl.phase1)
     batches = run_once(cfg)
     assert len(batches) > 1  # several micro-batches
     lake = Lake(cfg.lake_root)
     check(lake, wl.truth_after_1)
+    # (which tables reach the threshold depends on how the messy records spread over partitions and
+    # batches; events gets two files in one date partition from any two batches)
     assert any(h.get("operation") == "OPTIMIZE" for h in lake.table("events").history())
-    assert all(lake.small_files(t) < 3 for t in PIPELINE_TABLES)  # every table kept under the threshold
+    assert all(lake.small_files(t) < 2 for t in PIPELINE_TABLES)  # every table kept under the threshold
     # Late events (and late re-judgements) fix episodes up in a later batch.
     produce(broker.bootstrap, wl.phase2)
     run_once(cfg)
