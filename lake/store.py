@@ -573,24 +573,17 @@ class Lake:
         before = dt.version()
         parts = PARTITION_COLUMNS.get(name, ())
         cols = [*keys, *(p for p in parts if p not in keys)]
-        have = set(zip(*(data.column(c).to_pylist() for c in cols), strict=True)) if data.num_rows else set()
-        stale: set[tuple[Any, ...]] = set()
+        data_keys = _key_tuples(data, cols)
+        have = set(data_keys)
+        named = {tuple(k) for k in replacing}
+        stale = {k for k in named if k not in have}
         if mode == "replace_episodes" and episodes:
             # chunked: DataFusion's SQL path overflows its stack on an IN list of ~25k values (a segfault)
             stored = self.read_episodes_rows(name, episodes, version=before, columns=cols)
-            stale |= set(zip(*(stored.column(c).to_pylist() for c in cols), strict=True)) - have
-        if replacing:
-            named = {tuple(k) for k in replacing}
-            stale |= {k for k in named if k not in have}
+            stale |= set(_key_tuples(stored, cols)) - have
         if data.num_rows or stale:
-            if mode == "insert_new":
-                redo = {
-                    tuple(k) for k in replacing
-                }  # a replaced row's new copy under its key takes its place
-                ops = [
-                    "upsert" if k in redo else "insert"
-                    for k in zip(*(data.column(c).to_pylist() for c in cols))
-                ]
+            if mode == "insert_new":  # a replaced row's new copy under its key takes its place
+                ops = ["upsert" if k in named else "insert" for k in data_keys]
             else:
                 ops = ["upsert"] * data.num_rows
             loose = pa.schema([f.with_nullable(True) for f in data.schema])
@@ -662,6 +655,11 @@ def _files_opened(qb: Any, sql: str) -> int:
         str(v) for row in pa.table(qb.execute(f"EXPLAIN ANALYZE {sql}")).to_pylist() for v in row.values()
     )
     return sum(int(n) for n in re.findall(r"\bfiles_opened=(\d+)", plan))
+
+
+def _key_tuples(table: pa.Table, cols: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The rows of ``table`` as tuples of ``cols``."""
+    return list(zip(*(table.column(c).to_pylist() for c in cols), strict=True)) if table.num_rows else []
 
 
 def key_predicate(column: str, values: Iterable[Any], *, alias: str = "", exact: bool = True) -> str:

@@ -49,18 +49,29 @@ def step(sh: Shipper) -> int:
     return n
 
 
-def test_a_read_split_around_the_writers_frontier_skips_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    d = tmp_path / "spool"
-    spool = Spool(d, segment_bytes=64 << 10)  # the worker: holds LOCK; small segments rotate soon
-    # stand in for the shipper process: ShippedDelivery sees SHIPPER.lock held and starts none
+def worker_and_shipper(
+    d: Path, segment_bytes: int
+) -> tuple[Spool, int, ShippedDelivery, Shipper, MemorySink]:
+    """The worker's spool and delivery, and an in-process shipper whose sink is in memory.
+
+    The test holds SHIPPER.lock (returned: close it at the end), standing in for the shipper
+    process: ShippedDelivery then starts none.
+    """
+    spool = Spool(d, segment_bytes=segment_bytes)  # the worker: holds LOCK
     lock_fd = os.open(d / SHIPPER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     delivery = ShippedDelivery(spool, KafkaSinkConfig(bootstrap_servers="127.0.0.1:1"))
     sh = Shipper(d, KafkaSinkConfig(bootstrap_servers="127.0.0.1:1"))
     sink = MemorySink()
     sh.sink = sink  # type: ignore[assignment]
+    return spool, lock_fd, delivery, sh, sink
+
+
+def test_a_read_split_around_the_writers_frontier_skips_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = tmp_path / "spool"
+    spool, lock_fd, delivery, sh, sink = worker_and_shipper(d, 64 << 10)  # small segments rotate soon
 
     recorded: list[bytes] = []
 
@@ -141,13 +152,7 @@ def test_a_frame_being_copied_and_a_paused_read_skip_nothing(
     "damaged": every record whose frame starts in the zeros read before the pause is skipped.
     """
     d = tmp_path / "spool"
-    spool = Spool(d, segment_bytes=256 << 10)
-    lock_fd = os.open(d / SHIPPER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    delivery = ShippedDelivery(spool, KafkaSinkConfig(bootstrap_servers="127.0.0.1:1"))
-    sh = Shipper(d, KafkaSinkConfig(bootstrap_servers="127.0.0.1:1"))
-    sink = MemorySink()
-    sh.sink = sink  # type: ignore[assignment]
+    spool, lock_fd, delivery, sh, sink = worker_and_shipper(d, 256 << 10)
     recorded: list[bytes] = []
 
     def record(size: int = 1000) -> None:
