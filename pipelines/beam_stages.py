@@ -51,29 +51,47 @@ class Rows(list):  # type: ignore[type-arg]
 
 
 class _ReadRangeFn(beam.DoFn):
-    """Reads one offset range with a Python Kafka consumer; yields batches of records."""
+    """Reads one offset range with a Python Kafka consumer; yields batches of records.
+
+    One consumer per worker serves every range it is given (assigned one partition at a
+    time): a new consumer per range spent tens of milliseconds connecting, each time.
+    """
 
     def __init__(self, bootstrap: str, batch_size: int) -> None:
         self.bootstrap = bootstrap
         self.batch_size = batch_size
         self.records = Metrics.counter("ReadKafkaRanges", "records")
+        self._consumer: Any = None
+
+    def _open(self) -> Any:
+        from kafka import KafkaConsumer
+
+        if self._consumer is None:
+            self._consumer = KafkaConsumer(
+                bootstrap_servers=self.bootstrap.split(","),
+                enable_auto_commit=False,
+                # a range that starts below the log's start (records deleted since the batch was
+                # planned) fails the batch: never a jump to the log's end, skipping what is left
+                auto_offset_reset="none",
+                # a poll before the first fetch is ready sleeps this long (the default 100 ms, twice
+                # per range, was a tenth of a 40k-event replay)
+                retry_backoff_ms=10,
+                max_partition_fetch_bytes=2 * MAX_MESSAGE_BYTES,
+                fetch_max_bytes=64 << 20,
+                max_poll_records=10000,
+            )
+        return self._consumer
+
+    def teardown(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
 
     def process(self, rng: OffsetRange) -> Iterator[list[Record]]:
-        from kafka import KafkaConsumer, TopicPartition
+        from kafka import TopicPartition
 
-        consumer = KafkaConsumer(
-            bootstrap_servers=self.bootstrap.split(","),
-            enable_auto_commit=False,
-            # a range that starts below the log's start (records deleted since the batch was
-            # planned) fails the batch: never a jump to the log's end, skipping what is left
-            auto_offset_reset="none",
-            # a poll before the first fetch is ready sleeps this long (the default 100 ms, twice
-            # per range, was a tenth of a 40k-event replay)
-            retry_backoff_ms=10,
-            max_partition_fetch_bytes=2 * MAX_MESSAGE_BYTES,
-            fetch_max_bytes=64 << 20,
-            max_poll_records=10000,
-        )
+        consumer = self._open()
+        ok = False
         try:
             tp = TopicPartition(rng.topic, rng.partition)
             consumer.assign([tp])
@@ -92,8 +110,10 @@ class _ReadRangeFn(beam.DoFn):
             if batch:
                 self.records.inc(len(batch))
                 yield batch
+            ok = True
         finally:
-            consumer.close()
+            if not ok:  # a failed or abandoned read: the next range starts from a new consumer
+                self.teardown()
 
 
 def split_ranges(ranges: Iterable[OffsetRange], chunk: int) -> list[OffsetRange]:

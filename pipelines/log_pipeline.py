@@ -78,8 +78,14 @@ class PipelineConfig:
     """``in_memory`` (one in-process worker), ``multi_threading`` or ``multi_processing``
     (``num_workers`` SDK workers) for the local ``FnApiRunner``."""
     in_process_below: int = 20_000
-    """A micro-batch of fewer records runs ``in_memory`` on the local ``FnApiRunner``: starting
+    """A micro-batch of fewer records runs in this process (see ``executor``): starting
     ``num_workers`` SDK worker processes costs seconds, more than such a batch's work (0: never)."""
+    executor: str = "auto"
+    """How a batch's graph runs on the local runner: ``beam`` (Beam's ``FnApiRunner``, in this
+    process below ``in_process_below``), ``eager`` (:mod:`pipelines.eager`: the same graph
+    applied step by step in this process, no runner), or ``auto`` (eager below
+    ``in_process_below``, the ``FnApiRunner``'s worker processes above it). Another runner
+    (``runner="dask"``, a ``--runner`` in ``beam_args``) always runs the graph itself."""
     beam_args: list[str] = field(default_factory=list)
     """Extra Beam pipeline options; a ``--runner`` among them (Flink, Spark,
     Dataflow, ...) replaces the local ``FnApiRunner``."""
@@ -150,6 +156,70 @@ def log_starts(bootstrap: str, partitions: Iterable[tuple[str, int]]) -> dict[tu
         return {(tp.topic, tp.partition): off for tp, off in consumer.beginning_offsets(tps).items()}
 
 
+class LogOffsets:
+    """End and start offsets from one long-lived consumer (``--follow`` asks every few hundred ms).
+
+    A new consumer per question spent tens of milliseconds connecting, twice per micro-batch.
+    Its metadata is at most ``metadata_max_age_ms`` old: a partition added to a topic is
+    planned that much later. Any Kafka error drops the consumer (the next question opens a new one).
+    """
+
+    def __init__(self, bootstrap: str, metadata_max_age_ms: int = 5000) -> None:
+        self.bootstrap = bootstrap
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self._consumer: Any = None
+
+    def _open(self) -> Any:
+        from kafka import KafkaConsumer
+        from kafka.errors import KafkaError
+
+        if self._consumer is None:
+            try:
+                self._consumer = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap.split(","),
+                    enable_auto_commit=False,
+                    metadata_max_age_ms=self.metadata_max_age_ms,
+                )
+            except KafkaError as exc:
+                raise PipelineError(f"cannot reach Kafka at {self.bootstrap}: {exc}") from exc
+        return self._consumer
+
+    def close(self) -> None:
+        """Close the consumer (a later question opens a new one)."""
+        if self._consumer is not None:
+            with contextlib.suppress(Exception):
+                self._consumer.close()
+            self._consumer = None
+
+    def ends(self, topics: tuple[str, ...]) -> dict[tuple[str, int], int]:
+        """End offset of every partition of ``topics`` now (missing topics are skipped)."""
+        try:
+            consumer = self._open()
+            tps = _partitions(consumer, topics)
+            return (
+                {(tp.topic, tp.partition): off for tp, off in consumer.end_offsets(tps).items()}
+                if tps
+                else {}
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def starts(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The first offset each partition still holds (records below it were deleted)."""
+        from kafka import TopicPartition
+
+        tps = [TopicPartition(t, p) for t, p in partitions]
+        if not tps:
+            return {}
+        try:
+            consumer = self._open()
+            return {(tp.topic, tp.partition): off for tp, off in consumer.beginning_offsets(tps).items()}
+        except BaseException:
+            self.close()
+            raise
+
+
 def offsets_for_time(
     bootstrap: str, topics: tuple[str, ...], when: dt.datetime
 ) -> dict[tuple[str, int], int]:
@@ -177,10 +247,17 @@ def committed_offsets(
 
 
 def plan_batch(
-    lake: Lake, cfg: PipelineConfig, ends: dict[tuple[str, int], int] | None = None
+    lake: Lake,
+    cfg: PipelineConfig,
+    ends: dict[tuple[str, int], int] | None = None,
+    offsets: LogOffsets | None = None,
 ) -> list[OffsetRange]:
-    """The next micro-batch: a non-empty range per partition with unprocessed records."""
-    ends = ends if ends is not None else end_offsets(cfg.bootstrap, cfg.topics)
+    """The next micro-batch: a non-empty range per partition with unprocessed records.
+
+    ``offsets`` asks the log (a new consumer per question without it).
+    """
+    if ends is None:
+        ends = offsets.ends(cfg.topics) if offsets is not None else end_offsets(cfg.bootstrap, cfg.topics)
     starts = committed_offsets(lake, cfg, sorted(ends))
     ranges = []
     for (topic, part), end in sorted(ends.items()):
@@ -196,7 +273,8 @@ def plan_batch(
         stop = min(end, start + cfg.max_batch_per_partition)
         if stop > start:
             ranges.append(OffsetRange(topic, part, start, stop))
-    firsts = log_starts(cfg.bootstrap, [(r.topic, r.partition) for r in ranges])
+    held = [(r.topic, r.partition) for r in ranges]
+    firsts = offsets.starts(held) if offsets is not None else log_starts(cfg.bootstrap, held)
     for r in ranges:
         first = firsts.get((r.topic, r.partition), 0)
         if r.start < first:
@@ -239,8 +317,12 @@ def _options(cfg: PipelineConfig, records: int | None = None) -> tuple[Any, Pipe
     return FnApiRunner(), opts
 
 
-def build(p: beam.Pipeline, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -> None:
-    """The micro-batch's Beam graph (``run_id`` names its staging directory)."""
+def build(p: Any, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -> None:
+    """The micro-batch's Beam graph on ``p`` (``run_id`` names its staging directory).
+
+    ``p`` is a ``beam.Pipeline`` (the graph runs on its runner afterwards) or a
+    :class:`pipelines.eager.EagerPipeline` (each step runs as it is applied).
+    """
     lake = cfg.lake()
     txns = {app_id(cfg.name, r.topic, r.partition): r.last for r in ranges}
 
@@ -376,10 +458,22 @@ def _sweep_staging(lake: Lake) -> None:
                 fs.delete_dir(info.path)
 
 
+def runs_eagerly(cfg: PipelineConfig, records: int) -> bool:
+    """Whether a batch of ``records`` runs on :mod:`pipelines.eager` rather than a Beam runner."""
+    if cfg.executor not in ("auto", "beam", "eager"):
+        raise PipelineError(f"executor {cfg.executor!r} is not one of auto, beam, eager")
+    if cfg.runner != "local" or any(a.startswith("--runner") for a in cfg.beam_args):
+        return False
+    return cfg.executor == "eager" or (cfg.executor == "auto" and records < cfg.in_process_below)
+
+
 def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
     """Run one micro-batch's pipeline to completion."""
     t0 = time.monotonic()
-    runner, opts = _options(cfg, sum(len(r) for r in ranges))
+    records = sum(len(r) for r in ranges)
+    if runs_eagerly(cfg, records):
+        return _run_eager(ranges, cfg, t0)
+    runner, opts = _options(cfg, records)
     p = beam.Pipeline(runner=runner, options=opts) if runner is not None else beam.Pipeline(options=opts)
     run_id = f"{int(time.time())}-{uuid.uuid4().hex[:12]}"  # the time first: the sweep reads it
     build(p, ranges, cfg, run_id)
@@ -404,6 +498,20 @@ def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
     except Exception:  # metrics are informational; some runners do not report them
         log.debug("no metrics from the runner", exc_info=True)
     return BatchResult(ranges, sum(len(r) for r in ranges), time.monotonic() - t0, counters)
+
+
+def _run_eager(ranges: list[OffsetRange], cfg: PipelineConfig, t0: float) -> BatchResult:
+    from pipelines.eager import EagerPipeline
+
+    p = EagerPipeline()
+    run_id = f"{int(time.time())}-{uuid.uuid4().hex[:12]}"
+    try:
+        build(p, ranges, cfg, run_id)  # (each step runs as it is applied)
+    finally:
+        with contextlib.suppress(OSError, PipelineError, LakeError):
+            fs, base = cfg.lake().staging()
+            fs.delete_dir(f"{base}/{run_id}")
+    return BatchResult(ranges, sum(len(r) for r in ranges), time.monotonic() - t0, dict(p.counters))
 
 
 @contextlib.contextmanager
@@ -475,11 +583,11 @@ def _run_once(
 def run_follow(
     cfg: PipelineConfig,
     *,
-    interval_s: float = 2.0,
+    interval_s: float = 0.5,
     stop: threading.Event | None = None,
     on_batch: Callable[[BatchResult], None] | None = None,
 ) -> int:
-    """Run micro-batches every ``interval_s`` until SIGINT/SIGTERM (or ``stop``).
+    """Run micro-batches until SIGINT/SIGTERM (or ``stop``); an idle log is asked again every ``interval_s``.
 
     A signal lets the batch in flight finish (it commits or is re-run later)
     before returning. Returns the number of batches run.
@@ -505,18 +613,27 @@ def _run_follow(
     refuse_damaged(lake)
     lake.ensure()
     n = 0
+    offsets = LogOffsets(cfg.bootstrap)
+    idle: dict[tuple[str, int], int] | None = None  # the log's ends when the lake last held all of it
     try:
         while not stop.is_set():
-            ranges = plan_batch(lake, cfg)
+            ends = offsets.ends(cfg.topics)
+            if ends == idle:  # nothing new in the log: one ListOffsets request, no table opened
+                stop.wait(interval_s)
+                continue
+            ranges = plan_batch(lake, cfg, ends, offsets)
             if ranges:
                 res = run_batch(ranges, cfg)
                 n += 1
                 compact_between_batches(lake, cfg)
                 if on_batch:
                     on_batch(res)
+                idle = None
             else:
+                idle = ends
                 stop.wait(interval_s)
     finally:
+        offsets.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return n

@@ -530,8 +530,8 @@ def pipeline_run(
     once: Annotated[bool, typer.Option("--once", help="Process what is in the log now, then exit.")] = False,
     follow: Annotated[bool, typer.Option("--follow", help="Run micro-batches until SIGINT/SIGTERM.")] = False,
     interval: Annotated[
-        float, typer.Option(min=0.0, help="Seconds between micro-batches with --follow.")
-    ] = 2.0,
+        float, typer.Option(min=0.0, help="With --follow, seconds between looks at a log with nothing new.")
+    ] = 0.5,
     lake: LakeOpt = None,
     workers: Annotated[int, typer.Option(min=1, help="FnApiRunner workers (SDK worker processes).")] = 2,
     max_batch: Annotated[int, typer.Option(min=1, help="Records per partition per micro-batch.")] = 200_000,

@@ -58,7 +58,7 @@ def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
     assert len(wl.phase1) + len(wl.phase2) > 20_000
     cfg = PipelineConfig(  # delta-rs compacts a table between batches once 2 small files share a partition
         bootstrap=broker.bootstrap, lake_root=str(tmp_path / "lake"), max_batch_per_partition=1500,
-        compact_min_files=2,
+        compact_min_files=2, executor="eager",  # small batches, in this process (pipelines.eager)
     )  # fmt: skip
     produce(broker.bootstrap, wl.phase1)
     batches = run_once(cfg)
@@ -79,8 +79,9 @@ def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
     assert lake.versions() == versions
     # Time travel: the events table as it was after the first batch.
     assert lake.read("events", version=1).num_rows < lake.read("events").num_rows
-    # Replay equals incremental.
-    replay(PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "replayed")))
+    # Replay equals incremental; the replay is one batch on Beam's FnApiRunner and its worker
+    # processes, so the two executors of the graph give the same lake.
+    replay(PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "replayed"), executor="beam"))
     diffs = diff_lakes(lake, Lake(tmp_path / "replayed"))
     assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
 
@@ -88,8 +89,12 @@ def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
 RUNNER = """
 import sys
 from pipelines import PipelineConfig, run_once
-run_once(PipelineConfig(bootstrap=sys.argv[1], lake_root=sys.argv[2], max_batch_per_partition=400,
-                        compact_min_files=2))  # a kill may land in a compaction too
+eager = sys.argv[3] == "eager"  # eager: many small batches in this process; beam: the FnApiRunner's
+cfg = PipelineConfig(bootstrap=sys.argv[1], lake_root=sys.argv[2], executor=sys.argv[3],
+                     max_batch_per_partition=40 if eager else 400,
+                     compact_min_files=2)  # a kill may land in a compaction too
+print("ready", flush=True)
+run_once(cfg)
 """
 
 
@@ -105,32 +110,40 @@ def test_sigkill_at_random_points_while_events_arrive_loses_and_duplicates_nothi
         chunk = max(1, len(records) // 12)
         for i in range(0, len(records), chunk):
             produce(broker.bootstrap, records[i : i + chunk])
-            time.sleep(0.5)
+            time.sleep(1.0)
         done.set()
 
     producer = threading.Thread(target=keep_producing)
     producer.start()
     rng = random.Random(2)
-    kills = 0
+    kills = {"eager": 0, "beam": 0}
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    while kills < 8:
+    for attempt in range(40):
+        if sum(kills.values()) >= 8 and min(kills.values()) >= 3:
+            break
+        executor = ("eager", "beam")[attempt % 2]
         # Its own process group: the kill takes the driver and its SDK worker
         # processes down together, as a crashed machine or container would.
         proc = subprocess.Popen(
-            [sys.executable, "-c", RUNNER, broker.bootstrap, str(lake_dir)],
+            [sys.executable, "-c", RUNNER, broker.bootstrap, str(lake_dir), executor],
             env=env,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            text=True,
         )
-        time.sleep(rng.uniform(1.5, 6.0))
+        assert proc.stdout is not None
+        proc.stdout.readline()  # imports done: the kill lands in the run (eager batches take ~0.5 s)
+        time.sleep(rng.uniform(0.1, 2.5) if executor == "eager" else rng.uniform(1.0, 6.0))
         if proc.poll() is None:
-            kills += 1
+            kills[executor] += 1
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     producer.join(120)
     assert done.is_set()
+    print(f"runs killed while running: {kills} in {attempt + 1} runs")
+    assert sum(kills.values()) >= 6, kills  # runs killed while they ran, of both executors
     cfg = PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(lake_dir))
     run_once(cfg)  # the final clean run
     lake = Lake(lake_dir)

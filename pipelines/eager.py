@@ -1,0 +1,196 @@
+"""The batch's Beam graph evaluated step by step in this process: no runner, no workers.
+
+A micro-batch of a few thousand records costs the local ``FnApiRunner`` seconds
+before it reads a record: the graph is translated to its protocol form, fused into
+stages, and every stage runs as bundles through its data plane, whatever the batch
+holds. :func:`run_eager` runs the same graph (:func:`pipelines.log_pipeline.build`,
+its stages, their ``DoFn``s) with none of that: each transform is applied as the
+graph is built, to plain lists, in the order the graph's code applies them (a step
+runs after every step it reads from, as on any runner).
+
+It knows the transforms the pipeline's graph is made of: ``Create``, ``ParDo``
+(``Map``, ``FlatMap``, ``MapTuple``, ``Filter``), ``GroupByKey``, ``CoGroupByKey``,
+``Flatten``, ``Reshuffle`` and composite transforms (expanded). Anything else is a
+:class:`~pipelines.errors.PipelineError` naming it, never a silent difference: the
+graph then runs on a Beam runner. Beam's metrics counters count as on a runner.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import apache_beam as beam
+from apache_beam import pvalue
+from apache_beam.runners.worker import statesampler
+from apache_beam.transforms.core import _DoFnParam
+from apache_beam.transforms.ptransform import _NamedPTransform
+from apache_beam.transforms.userstate import StateSpec as _StateSpec
+from apache_beam.transforms.userstate import TimerSpec as _TimerSpec
+
+from pipelines.errors import PipelineError
+
+
+class EagerCollection(pvalue.PValue):
+    """A step's output: its elements, already computed.
+
+    A ``PValue`` to Beam's own code, so that ``(a, b) | beam.Flatten()`` and
+    ``{"x": a} | beam.CoGroupByKey()`` come back to :meth:`EagerPipeline.apply`.
+    """
+
+    def __init__(self, pipeline: EagerPipeline, elements: list[Any], label: str) -> None:  # noqa: D107
+        # (Beam's PValue.__init__ is not called: nothing of a deferred value applies here)
+        self.pipeline = pipeline  # type: ignore[assignment]
+        self.elements = elements
+        self.label = label
+
+    producer = None
+    element_type = None
+
+    @property
+    def windowing(self) -> Any:
+        """The global window (what a side input's constructor asks before the executor refuses it)."""
+        from apache_beam.transforms.core import Windowing
+        from apache_beam.transforms.window import GlobalWindows
+
+        return Windowing(GlobalWindows())
+
+    def __or__(self, transform: Any) -> Any:
+        return self.pipeline.apply(transform, self)
+
+    def __iter__(self) -> Any:
+        return iter(self.elements)
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+
+class _Begin:
+    """What a root transform (``Create``) is applied to: ``pipeline | beam.Create(...)``."""
+
+    def __init__(self, pipeline: EagerPipeline) -> None:
+        self.pipeline = pipeline
+
+
+def _elements(value: Any) -> list[Any]:
+    if isinstance(value, EagerCollection):
+        return value.elements
+    raise PipelineError(f"the eager executor was given {type(value).__name__}, not a collection of its own")
+
+
+class EagerPipeline:
+    """A stand-in for ``beam.Pipeline`` whose transforms run as they are applied.
+
+    Counters of Beam's ``Metrics`` incremented by its ``DoFn``s are kept in
+    :attr:`metrics` (``namespace.name`` -> count).
+    """
+
+    class _Runner:
+        is_eager = False  # Beam's __ror__ then hands the inputs to apply(), as to a deferred pipeline
+
+    runner = _Runner()
+
+    def __init__(self) -> None:
+        self.counters: dict[str, int] = {}
+        self.steps = 0
+
+    def __or__(self, transform: Any) -> Any:
+        return self.apply(transform, _Begin(self))
+
+    def update_metric(self, typed_metric_name: Any, value: Any) -> None:
+        """Beam's metrics updates land here (this pipeline is the thread's state tracker while it runs)."""
+        name = typed_metric_name.metric_name
+        if "Counter" in getattr(typed_metric_name.cell_type, "__name__", ""):
+            key = f"{name.namespace}.{name.name}"
+            self.counters[key] = self.counters.get(key, 0) + int(value)
+
+    def apply(self, transform: Any, value: Any, label: str | None = None) -> Any:
+        """``value | transform``: the transform's output, computed now."""
+        if isinstance(transform, _NamedPTransform):
+            return self.apply(transform.transform, value, transform.label)
+        label = str(label or getattr(transform, "label", None) or type(transform).__name__)
+        self.steps += 1
+        if isinstance(transform, beam.Create):
+            return self._out(list(transform.values), label)
+        if isinstance(transform, beam.ParDo) and not isinstance(transform, beam.WindowInto):
+            return self._out(self._pardo(transform, _elements(value)), label)
+        if isinstance(transform, beam.GroupByKey):
+            grouped: dict[Any, list[Any]] = {}
+            for k, v in _elements(value):
+                grouped.setdefault(k, []).append(v)
+            return self._out(list(grouped.items()), label)
+        if isinstance(transform, beam.CoGroupByKey):
+            return self._out(self._cogroup(value), label)
+        if isinstance(transform, beam.Flatten):
+            parts = value.values() if isinstance(value, dict) else value
+            return self._out([x for part in parts for x in _elements(part)], label)
+        if isinstance(transform, beam.Reshuffle):  # a runner's hint to spread the work: nothing here
+            return self._out(list(_elements(value)), label)
+        if type(transform).expand is not beam.PTransform.expand and not _primitive(transform):
+            out = transform.expand(value)  # a composite: its parts are applied here, one by one
+            if isinstance(out, EagerCollection | dict | tuple) or out is None:
+                return out
+        raise PipelineError(
+            f"the eager executor does not run {type(transform).__name__} ({label!r}); run this graph "
+            "on a Beam runner (PipelineConfig(in_process_below=0))"
+        )
+
+    def _out(self, elements: list[Any], label: str) -> EagerCollection:
+        return EagerCollection(self, elements, label)
+
+    def _pardo(self, pardo: Any, elements: Iterable[Any]) -> list[Any]:
+        if pardo.side_inputs:
+            raise PipelineError(f"the eager executor does not pass side inputs ({pardo.label!r})")
+        fn = pardo.fn
+        process: Callable[..., Any] = fn.process
+        params = [
+            name
+            for name, param in inspect.signature(process).parameters.items()
+            if isinstance(param.default, _DoFnParam) or isinstance(param.default, _StateSpec | _TimerSpec)
+        ]
+        if params:  # windows, timestamps, state and timers: a runner's, not a list's
+            raise PipelineError(
+                f"the eager executor does not pass {', '.join(params)} to {type(fn).__name__} "
+                f"({pardo.label!r}); run this graph on a Beam runner (PipelineConfig(in_process_below=0))"
+            )
+        out: list[Any] = []
+        with _tracking(self):
+            fn.setup()
+            fn.start_bundle()
+            for element in elements:
+                got = process(element, *pardo.args, **pardo.kwargs)
+                if got is not None:
+                    out.extend(got)
+            finished = fn.finish_bundle()
+            if finished is not None:
+                out.extend(getattr(w, "value", w) for w in finished)
+            fn.teardown()
+        return out
+
+    def _cogroup(self, value: Any) -> list[Any]:
+        tagged = value.items() if isinstance(value, dict) else enumerate(value)
+        tags = [t for t, _ in tagged]
+        groups: dict[Any, dict[Any, list[Any]]] = {}
+        for tag, pcoll in value.items() if isinstance(value, dict) else enumerate(value):
+            for k, v in _elements(pcoll):
+                groups.setdefault(k, {t: [] for t in tags})[tag].append(v)
+        return list(groups.items())
+
+
+def _primitive(transform: Any) -> bool:
+    return isinstance(transform, beam.Impulse | beam.ParDo | beam.GroupByKey | beam.Flatten)
+
+
+class _tracking:  # noqa: N801 - a context manager
+    """Beam's metrics updates in this thread go to ``pipeline`` inside the block (as a bundle's do)."""
+
+    def __init__(self, pipeline: EagerPipeline) -> None:
+        self.pipeline = pipeline
+
+    def __enter__(self) -> None:
+        self.saved = statesampler.get_current_tracker()  # type: ignore[no-untyped-call]
+        statesampler.set_current_tracker(self.pipeline)  # type: ignore[no-untyped-call]
+
+    def __exit__(self, *exc: object) -> None:
+        statesampler.set_current_tracker(self.saved)  # type: ignore[no-untyped-call]

@@ -1,0 +1,101 @@
+"""The eager executor runs a Beam graph step by step in this process, with Beam's own results.
+
+The pipeline's equality across executors on real data is in ``test_log_pipeline`` (a lake
+folded eagerly in small batches equals its replay on the ``FnApiRunner``'s worker processes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics import Metrics
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines import PipelineConfig, PipelineError
+from pipelines.beam_stages import Rows, gather, split_by_tag
+from pipelines.eager import EagerPipeline
+from pipelines.log_pipeline import runs_eagerly
+
+
+class _Tagging(beam.DoFn):
+    def __init__(self) -> None:
+        self.seen = Metrics.counter("test", "seen")
+
+    def process(self, x: int) -> Any:
+        self.seen.inc()
+        yield ("even" if x % 2 == 0 else "odd"), x
+
+
+class _Squares(beam.PTransform):  # type: ignore[type-arg]
+    def expand(self, pcoll: Any) -> Any:
+        return pcoll | "Square" >> beam.Map(lambda x: x * x) | "Spread" >> beam.Reshuffle()
+
+
+def graph(p: Any) -> Any:
+    """A graph of every kind of step the pipeline's graph uses; returns its last collection."""
+    nums = p | "Nums" >> beam.Create(range(10))
+    tagged = split_by_tag(nums | "Tag" >> beam.ParDo(_Tagging()), ("even", "odd"), "Only")
+    squares = tagged.even | "Squares" >> _Squares()
+    both = (squares, tagged.odd | "Neg" >> beam.Map(lambda x: -x)) | "Both" >> beam.Flatten()
+    keyed = {
+        "a": both | "KeyA" >> beam.Map(lambda x: (abs(x) % 3, x)),
+        "b": p | "B" >> beam.Create([(0, "zero"), (5, "five")]),
+    }
+    joined = keyed | "Join" >> beam.CoGroupByKey()
+    out = joined | "Flat" >> beam.MapTuple(lambda k, g: (k, sorted(g["a"]), sorted(g["b"])))
+    nonempty = out | "Keep" >> beam.Filter(lambda t: t[1] or t[2])
+    return gather(nonempty | "Many" >> beam.FlatMap(lambda t, n: [t] * n, 2), "All") | "Sort" >> beam.Map(
+        lambda xs: sorted(xs)
+    )
+
+
+EXPECTED = [
+    sorted(
+        [
+            (0, [-9, -3, 0, 36], ["zero"]),
+            (1, [-7, -1, 4, 16, 64], []),
+            (2, [-5], []),
+            (5, [], ["five"]),
+        ]
+        * 2
+    )
+]
+
+
+def test_a_graph_of_every_step_kind_gives_what_beam_gives() -> None:
+    p = EagerPipeline()
+    got = graph(p)
+    assert got.elements == EXPECTED
+    assert p.counters == {"test.seen": 10}
+    with beam.Pipeline(runner="DirectRunner") as bp:  # the same graph on a Beam runner
+        assert_that(graph(bp), equal_to(EXPECTED))
+
+
+def test_an_empty_input_gathers_to_nothing_as_on_a_runner() -> None:
+    p = EagerPipeline()
+    empty = p | "None" >> beam.Create([])
+    assert gather(empty, "All").elements == []
+    assert isinstance(gather(p | "One" >> beam.Create([1]), "One").elements[0], Rows)
+
+
+def test_a_step_it_cannot_run_the_same_is_refused_by_name() -> None:
+    p = EagerPipeline()
+    nums = p | "Nums" >> beam.Create([1, 2])
+    with pytest.raises(PipelineError, match="does not run WindowInto.*in_process_below=0"):
+        _ = nums | "Win" >> beam.WindowInto(beam.window.FixedWindows(10))
+    with pytest.raises(PipelineError, match="side inputs"):
+        _ = nums | "Side" >> beam.Map(lambda x, s: x + s, beam.pvalue.AsSingleton(nums))
+
+
+def test_which_batches_run_eagerly() -> None:
+    cfg = PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", in_process_below=20_000)
+    assert [runs_eagerly(cfg, n) for n in (5, 19_999, 20_000)] == [True, True, False]
+    assert not runs_eagerly(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", executor="beam"), 5)
+    assert runs_eagerly(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", executor="eager"), 10**7)
+    assert not runs_eagerly(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", runner="dask"), 5)
+    flink = PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", beam_args=["--runner=FlinkRunner"])
+    assert not runs_eagerly(flink, 5)
+    with pytest.raises(PipelineError, match="executor 'fast' is not one of"):
+        runs_eagerly(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", executor="fast"), 5)
