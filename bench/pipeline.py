@@ -11,7 +11,7 @@ One run, one broker (started here on a free port), the same ~1 KB events
 offset into a fresh Delta table:
 
 ``trajlake``
-    ``pipelines.run_once`` (its defaults: a batch of 20k records or more on Beam's local
+    ``pipelines.run_once`` (its defaults: a batch of 100k records or more on Beam's local
     FnApiRunner and its 2 worker processes, a smaller one on ``pipelines.eager``): Kafka ->
     parse/validate -> dedup -> ``events`` -> fold touched episodes -> ``episodes``, ``steps``
     (and also ``quarantine``, ``rewards``, ``failures``, which the others skip), every table

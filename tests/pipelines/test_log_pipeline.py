@@ -81,7 +81,9 @@ def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
     assert lake.read("events", version=1).num_rows < lake.read("events").num_rows
     # Replay equals incremental; the replay is one batch on Beam's FnApiRunner and its worker
     # processes, so the two executors of the graph give the same lake.
-    replay(PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "replayed"), executor="beam"))
+    replayed = str(tmp_path / "replayed")
+    beam = PipelineConfig(bootstrap=broker.bootstrap, lake_root=replayed, executor="beam", in_process_below=0)
+    replay(beam)
     diffs = diff_lakes(lake, Lake(tmp_path / "replayed"))
     assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
 
