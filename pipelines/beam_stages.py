@@ -61,13 +61,19 @@ class _ReadRangeFn(beam.DoFn):
         self.bootstrap = bootstrap
         self.batch_size = batch_size
         self.records = Metrics.counter("ReadKafkaRanges", "records")
-        self._consumer: Any = None
+        self._consumers: dict[int, Any] = {}  # by thread: a runner may call one instance from several
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_consumers": {}}  # open consumers stay with their process
 
     def _open(self) -> Any:
+        import threading
+
         from kafka import KafkaConsumer
 
-        if self._consumer is None:
-            self._consumer = KafkaConsumer(
+        me = threading.get_ident()
+        if me not in self._consumers:
+            self._consumers[me] = KafkaConsumer(
                 bootstrap_servers=self.bootstrap.split(","),
                 enable_auto_commit=False,
                 # a range that starts below the log's start (records deleted since the batch was
@@ -80,12 +86,19 @@ class _ReadRangeFn(beam.DoFn):
                 fetch_max_bytes=64 << 20,
                 max_poll_records=10000,
             )
-        return self._consumer
+        return self._consumers[me]
+
+    def _close(self) -> None:
+        import threading
+
+        consumer = self._consumers.pop(threading.get_ident(), None)
+        if consumer is not None:
+            consumer.close()
 
     def teardown(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        for consumer in self._consumers.values():
+            consumer.close()
+        self._consumers.clear()
 
     def process(self, rng: OffsetRange) -> Iterator[list[Record]]:
         from kafka import TopicPartition
@@ -113,7 +126,7 @@ class _ReadRangeFn(beam.DoFn):
             ok = True
         finally:
             if not ok:  # a failed or abandoned read: the next range starts from a new consumer
-                self.teardown()
+                self._close()
 
 
 def split_ranges(ranges: Iterable[OffsetRange], chunk: int) -> list[OffsetRange]:

@@ -28,6 +28,8 @@ from apache_beam.transforms.core import _DoFnParam
 from apache_beam.transforms.ptransform import _NamedPTransform
 from apache_beam.transforms.userstate import StateSpec as _StateSpec
 from apache_beam.transforms.userstate import TimerSpec as _TimerSpec
+from apache_beam.transforms.window import TimestampedValue
+from apache_beam.utils.windowed_value import WindowedValue
 
 from pipelines.errors import PipelineError
 
@@ -116,10 +118,11 @@ class EagerPipeline:
         if isinstance(transform, beam.ParDo) and not isinstance(transform, beam.WindowInto):
             return self._out(self._pardo(transform, _elements(value)), label)
         if isinstance(transform, beam.GroupByKey):
-            grouped: dict[Any, list[Any]] = {}
+            # keyed by type too: Beam groups by the encoded key, so 1, 1.0 and True stay apart
+            grouped: dict[Any, tuple[Any, list[Any]]] = {}
             for k, v in _elements(value):
-                grouped.setdefault(k, []).append(v)
-            return self._out(list(grouped.items()), label)
+                grouped.setdefault((type(k), k), (k, []))[1].append(v)
+            return self._out(list(grouped.values()), label)
         if isinstance(transform, beam.CoGroupByKey):
             return self._out(self._cogroup(value), label)
         if isinstance(transform, beam.Flatten):
@@ -144,9 +147,16 @@ class EagerPipeline:
             raise PipelineError(f"the eager executor does not pass side inputs ({pardo.label!r})")
         fn = pardo.fn
         process: Callable[..., Any] = fn.process
+        # (a Map/FlatMap's DoFn wraps the user's function: its parameters are the ones that count)
+        argspec_fn = getattr(fn, "_process_argspec_fn", None)
+        declared = argspec_fn() if callable(argspec_fn) else process
+        try:
+            signature = inspect.signature(declared).parameters.items()
+        except (TypeError, ValueError):  # a builtin (beam.Filter(bool)): no parameters of a runner's
+            signature = inspect.signature(lambda element: None).parameters.items()
         params = [
             name
-            for name, param in inspect.signature(process).parameters.items()
+            for name, param in signature
             if isinstance(param.default, _DoFnParam) or isinstance(param.default, _StateSpec | _TimerSpec)
         ]
         if params:  # windows, timestamps, state and timers: a runner's, not a list's
@@ -157,25 +167,45 @@ class EagerPipeline:
         out: list[Any] = []
         with _tracking(self):
             fn.setup()
-            fn.start_bundle()
-            for element in elements:
-                got = process(element, *pardo.args, **pardo.kwargs)
-                if got is not None:
-                    out.extend(got)
-            finished = fn.finish_bundle()
-            if finished is not None:
-                out.extend(getattr(w, "value", w) for w in finished)
-            fn.teardown()
+            try:
+                fn.start_bundle()
+                for element in elements:
+                    got = process(element, *pardo.args, **pardo.kwargs)
+                    if got is not None:
+                        out.extend(_outputs(got, pardo.label))
+                finished = fn.finish_bundle()  # (Beam's contract: WindowedValues)
+                if finished is not None:
+                    out.extend(getattr(w, "value", w) for w in finished)
+            finally:
+                fn.teardown()
         return out
 
     def _cogroup(self, value: Any) -> list[Any]:
-        tagged = value.items() if isinstance(value, dict) else enumerate(value)
+        named = isinstance(value, dict)
+        tagged = list(value.items() if named else enumerate(value))
         tags = [t for t, _ in tagged]
-        groups: dict[Any, dict[Any, list[Any]]] = {}
-        for tag, pcoll in value.items() if isinstance(value, dict) else enumerate(value):
+        groups: dict[Any, tuple[Any, dict[Any, list[Any]]]] = {}
+        for tag, pcoll in tagged:
             for k, v in _elements(pcoll):
-                groups.setdefault(k, {t: [] for t in tags})[tag].append(v)
-        return list(groups.items())
+                groups.setdefault((type(k), k), (k, {t: [] for t in tags}))[1][tag].append(v)
+        # Beam's result: a dict by tag for a dict of inputs, a tuple in input order for a tuple
+        return [(k, got if named else tuple(got[t] for t in tags)) for k, got in groups.values()]
+
+
+def _outputs(got: Any, label: str) -> Any:
+    """What a ``process`` call returned, as the elements it outputs (as a runner reads them)."""
+    if isinstance(got, str | bytes | dict):  # Beam refuses these too: iterating one is never meant
+        raise PipelineError(
+            f"step {label!r} returned a {type(got).__name__} from process(); "
+            "return or yield a list of outputs"
+        )
+    for x in got:
+        if isinstance(x, pvalue.TaggedOutput | TimestampedValue | WindowedValue):
+            raise PipelineError(
+                f"the eager executor does not route {type(x).__name__} outputs ({label!r}); run this "
+                "graph on a Beam runner (PipelineConfig(in_process_below=0))"
+            )
+        yield x
 
 
 def _primitive(transform: Any) -> bool:

@@ -598,6 +598,10 @@ def run_follow(
         return _run_follow(cfg, interval_s=interval_s, stop=stop, on_batch=on_batch)
 
 
+REPLAN_IDLE_S = 30.0
+"""While the log is idle, ``--follow`` still reads the tables' offsets this often."""
+
+
 def _run_follow(
     cfg: PipelineConfig,
     *,
@@ -617,12 +621,16 @@ def _run_follow(
     n = 0
     offsets = LogOffsets(cfg.bootstrap)
     idle: dict[tuple[str, int], int] | None = None  # the log's ends when the lake last held all of it
+    planned = 0.0
     try:
         while not stop.is_set():
             ends = offsets.ends(cfg.topics)
-            if ends == idle:  # nothing new in the log: one ListOffsets request, no table opened
+            if ends == idle and time.monotonic() - planned < REPLAN_IDLE_S:
+                # nothing new in the log: one ListOffsets request, no table opened (and a full plan
+                # now and then: a table restored to an older version by hand has work again)
                 stop.wait(interval_s)
                 continue
+            planned = time.monotonic()
             ranges = plan_batch(lake, cfg, ends, offsets)
             if ranges:
                 res = run_batch(ranges, cfg)

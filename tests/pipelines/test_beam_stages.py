@@ -160,3 +160,37 @@ def test_load_touched_episodes_brings_every_event_of_each_episode(tmp_path: Path
         out = p | beam.Create([["e1", "e3", "e9"]]) | LoadTouchedEpisodes(str(tmp_path))
         got = out | beam.FlatMap(lambda chunk: [(e, sorted(r["seq"] for r in rows)) for e, rows in chunk])
         assert_that(got, equal_to([("e1", [0, 1, 2]), ("e3", [0]), ("e9", [])]))
+
+
+def test_one_reader_serves_ranges_in_any_order_and_threads_get_their_own_consumer(
+    kafka: EmbeddedKafka, topic: str
+) -> None:
+    import pickle
+    import threading
+
+    from pipelines.beam_stages import _ReadRangeFn
+
+    prod = KafkaProducer(bootstrap_servers=kafka.bootstrap)
+    for i in range(60):
+        prod.send(topic, key=b"k", value=json.dumps({"i": i}).encode(), partition=i % 2)
+    prod.flush()
+    prod.close()
+    fn = _ReadRangeFn(kafka.bootstrap, batch_size=7)
+
+    def read(rng: OffsetRange) -> list[tuple[int, int]]:
+        return [(r[1], r[2]) for b in fn.process(rng) for r in b]
+
+    # back and forth over one partition and the other: nothing of a range leaks into the next
+    asked = [OffsetRange(topic, 0, 20, 30), OffsetRange(topic, 1, 0, 12), OffsetRange(topic, 0, 0, 5),
+             OffsetRange(topic, 0, 25, 30)]  # fmt: skip
+    for rng in asked:
+        assert read(rng) == [(rng.partition, o) for o in range(rng.start, rng.end)]
+    assert len(fn._consumers) == 1  # one consumer served them all
+    other: list[list[tuple[int, int]]] = []
+    t = threading.Thread(target=lambda: other.append(read(OffsetRange(topic, 1, 3, 9))))
+    t.start()
+    t.join(60)
+    assert other == [[(1, o) for o in range(3, 9)]] and len(fn._consumers) == 2
+    assert pickle.loads(pickle.dumps(fn))._consumers == {}  # open consumers never travel
+    fn.teardown()
+    assert fn._consumers == {}

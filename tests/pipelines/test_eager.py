@@ -99,3 +99,48 @@ def test_which_batches_run_eagerly() -> None:
     assert not runs_eagerly(flink, 5)
     with pytest.raises(PipelineError, match="executor 'fast' is not one of"):
         runs_eagerly(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", executor="fast"), 5)
+
+
+def test_group_and_join_keep_beams_shapes() -> None:
+    p = EagerPipeline()
+    kv = p | "Kv" >> beam.Create([(1, "int"), (1.0, "float"), (True, "bool"), (1, "int2")])
+    groups = sorted((type(k).__name__, sorted(v)) for k, v in (kv | "G" >> beam.GroupByKey()))
+    assert groups == [("bool", ["bool"]), ("float", ["float"]), ("int", ["int", "int2"])]
+    a = p | "A" >> beam.Create([("k", 1)])
+    b = p | "B" >> beam.Create([("k", 2), ("j", 3)])
+    joined = dict((a, b) | "J" >> beam.CoGroupByKey())  # a tuple of inputs: a tuple per key, as in Beam
+    assert joined == {"k": ([1], [2]), "j": ([], [3])}
+
+
+def test_outputs_a_runner_would_refuse_or_route_are_refused() -> None:
+    p = EagerPipeline()
+    nums = p | "Nums" >> beam.Create([1])
+    with pytest.raises(PipelineError, match="returned a str"):
+        _ = nums | "Str" >> beam.FlatMap(lambda x: "ab")
+    with pytest.raises(PipelineError, match="TaggedOutput"):
+        _ = nums | "Tag" >> beam.FlatMap(lambda x: [beam.pvalue.TaggedOutput("t", x)])
+    with pytest.raises(PipelineError, match="does not pass t to"):
+        _ = nums | "Ts" >> beam.Map(lambda x, t=beam.DoFn.TimestampParam: (x, t))
+
+
+class _Held(beam.DoFn):
+    torn_down = 0
+
+    def process(self, x: int) -> Any:
+        raise ValueError("boom")
+
+    def teardown(self) -> None:
+        type(self).torn_down += 1
+
+
+def test_a_failing_step_is_torn_down_and_its_error_is_raised_as_is() -> None:
+    p = EagerPipeline()
+    with pytest.raises(ValueError, match="boom"):
+        _ = p | "One" >> beam.Create([1]) | "Fail" >> beam.ParDo(_Held())
+    assert _Held.torn_down == 1
+
+
+def test_a_builtin_as_the_function_of_a_step_runs() -> None:
+    p = EagerPipeline()
+    got = p | "Xs" >> beam.Create([0, 1, "", "a"]) | "Truthy" >> beam.Filter(bool) | "Len" >> beam.Map(str)
+    assert got.elements == ["1", "a"]
