@@ -31,7 +31,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from lake.check import refuse_damaged
 from lake.errors import LakeError
-from lake.store import COMPACT_MIN_FILES, PIPELINE_TABLES, Lake, OffsetRange, app_id
+from lake.store import COMPACT_MIN_FILES, PIPELINE_TABLES, Lake, OffsetRange, app_id, held_snapshots
 from pipelines.beam_stages import (
     EPISODE_TABLES,
     AssembleEpisodes,
@@ -554,7 +554,7 @@ def run_once(
     cfg: PipelineConfig, *, on_batch: Callable[[BatchResult], None] | None = None
 ) -> list[BatchResult]:
     """Process everything in the log up to its end offsets at the start, then return."""
-    with dask_cluster(cfg) as cfg:
+    with dask_cluster(cfg) as cfg, held_snapshots():
         return _run_once(cfg, on_batch=on_batch)
 
 
@@ -594,7 +594,7 @@ def run_follow(
     A signal lets the batch in flight finish (it commits or is re-run later)
     before returning. Returns the number of batches run.
     """
-    with dask_cluster(cfg) as cfg:
+    with dask_cluster(cfg) as cfg, held_snapshots():
         return _run_follow(cfg, interval_s=interval_s, stop=stop, on_batch=on_batch)
 
 

@@ -175,3 +175,28 @@ def test_a_table_from_an_older_schema_gets_the_new_nullable_columns(tmp_path: Pa
     lake.write("tasks", pa.Table.from_pylist([new], schema=TABLES["tasks"]), mode="upsert")
     got = {r["task_id"]: r["do_nothing_score"] for r in lake.read("tasks").to_pylist()}
     assert got == {"t1": None, "t2": 0.25}
+
+
+def test_held_snapshots_are_one_table_per_thread_kept_up_to_date(lake: Lake) -> None:
+    import threading
+
+    from deltalake import write_deltalake
+
+    from lake.store import held_snapshots
+
+    assert lake.table("events") is not lake.table("events")  # outside the block: opened each time
+    with held_snapshots():
+        held = lake.table("events")
+        assert Lake(lake.root).table("events") is held  # another Lake of the same root: the same one
+        before = held.version()
+        # a commit made elsewhere (another process's writer, here a handle of its own) is seen
+        write_deltalake(lake.uri("events"), events_table(1), mode="append")
+        assert lake.table("events") is held and held.version() == before + 1
+        assert lake.table("events", version=before).version() == before  # time travel: never held
+        assert lake.table("events").version() == before + 1
+        other: list[DeltaTable] = []
+        t = threading.Thread(target=lambda: other.append(lake.table("events")))
+        t.start()
+        t.join()
+        assert other[0] is not held  # another thread opens its own
+    assert lake.table("events") is not held
