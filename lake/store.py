@@ -243,8 +243,12 @@ class Lake:
             LakeError: no such table (or version).
         """
         held: dict[tuple[str, ...], DeltaTable] | None = getattr(_HELD, "tables", None)
-        key = (self.uri(name), *sorted(f"{k}={v}" for k, v in (self.storage_options or {}).items()))
-        if held is not None and version is None and key in held:
+        if version is not None:
+            held = None  # time travel: never held
+        key: tuple[str, ...] = ()
+        if held is not None:
+            key = (self.uri(name), *sorted(f"{k}={v}" for k, v in (self.storage_options or {}).items()))
+        if held is not None and key in held:
             dt = held[key]
             try:
                 dt.update_incremental()

@@ -85,7 +85,7 @@ class EagerPipeline:
     """A stand-in for ``beam.Pipeline`` whose transforms run as they are applied.
 
     Counters of Beam's ``Metrics`` incremented by its ``DoFn``s are kept in
-    :attr:`metrics` (``namespace.name`` -> count).
+    :attr:`counters` (``namespace.name`` -> count).
     """
 
     class _Runner:
@@ -95,7 +95,6 @@ class EagerPipeline:
 
     def __init__(self) -> None:
         self.counters: dict[str, int] = {}
-        self.steps = 0
 
     def __or__(self, transform: Any) -> Any:
         return self.apply(transform, _Begin(self))
@@ -112,7 +111,6 @@ class EagerPipeline:
         if isinstance(transform, _NamedPTransform):
             return self.apply(transform.transform, value, transform.label)
         label = str(label or getattr(transform, "label", None) or type(transform).__name__)
-        self.steps += 1
         if isinstance(transform, beam.Create):
             return self._out(list(transform.values), label)
         if isinstance(transform, beam.ParDo) and not isinstance(transform, beam.WindowInto):

@@ -118,44 +118,10 @@ class BatchResult:
     counters: dict[str, int] = field(default_factory=dict)
 
 
-@contextlib.contextmanager
-def _offsets_consumer(bootstrap: str) -> Iterator[Any]:
-    """A consumer for offset lookups (no group, no commits), closed on exit."""
-    from kafka import KafkaConsumer
-    from kafka.errors import KafkaError
-
-    try:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), enable_auto_commit=False)
-    except KafkaError as exc:
-        raise PipelineError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
-    try:
-        yield consumer
-    finally:
-        consumer.close()
-
-
 def _partitions(consumer: Any, topics: Iterable[str]) -> list[Any]:
     from kafka import TopicPartition
 
     return [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or [])]
-
-
-def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[tuple[str, int], int]:
-    """End offset of every partition of ``topics`` now (missing topics are skipped)."""
-    with _offsets_consumer(bootstrap) as consumer:
-        tps = _partitions(consumer, topics)
-        return {(tp.topic, tp.partition): off for tp, off in consumer.end_offsets(tps).items()} if tps else {}
-
-
-def log_starts(bootstrap: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """The first offset each partition still holds (records below it were deleted)."""
-    from kafka import TopicPartition
-
-    tps = [TopicPartition(t, p) for t, p in partitions]
-    if not tps:
-        return {}
-    with _offsets_consumer(bootstrap) as consumer:
-        return {(tp.topic, tp.partition): off for tp, off in consumer.beginning_offsets(tps).items()}
 
 
 class LogOffsets:
@@ -171,7 +137,8 @@ class LogOffsets:
         self.metadata_max_age_ms = metadata_max_age_ms
         self._consumer: Any = None
 
-    def _open(self) -> Any:
+    def consumer(self) -> Any:
+        """The consumer (no group, no commits), opened on first use."""
         from kafka import KafkaConsumer
         from kafka.errors import KafkaError
 
@@ -196,7 +163,7 @@ class LogOffsets:
     def ends(self, topics: tuple[str, ...]) -> dict[tuple[str, int], int]:
         """End offset of every partition of ``topics`` now (missing topics are skipped)."""
         try:
-            consumer = self._open()
+            consumer = self.consumer()
             tps = _partitions(consumer, topics)
             return (
                 {(tp.topic, tp.partition): off for tp, off in consumer.end_offsets(tps).items()}
@@ -215,18 +182,31 @@ class LogOffsets:
         if not tps:
             return {}
         try:
-            consumer = self._open()
+            consumer = self.consumer()
             return {(tp.topic, tp.partition): off for tp, off in consumer.beginning_offsets(tps).items()}
         except BaseException:
             self.close()
             raise
 
 
+def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[tuple[str, int], int]:
+    """End offset of every partition of ``topics`` now (missing topics are skipped)."""
+    with contextlib.closing(LogOffsets(bootstrap)) as offsets:
+        return offsets.ends(topics)
+
+
+def log_starts(bootstrap: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The first offset each partition still holds (records below it were deleted)."""
+    with contextlib.closing(LogOffsets(bootstrap)) as offsets:
+        return offsets.starts(partitions)
+
+
 def offsets_for_time(
     bootstrap: str, topics: tuple[str, ...], when: dt.datetime
 ) -> dict[tuple[str, int], int]:
     """First offset at or after ``when`` per partition (the end offset if none)."""
-    with _offsets_consumer(bootstrap) as consumer:
+    with contextlib.closing(LogOffsets(bootstrap)) as offsets:
+        consumer = offsets.consumer()
         tps = _partitions(consumer, topics)
         ms = int(when.timestamp() * 1000)
         found = consumer.offsets_for_times({tp: ms for tp in tps})
@@ -256,10 +236,13 @@ def plan_batch(
 ) -> list[OffsetRange]:
     """The next micro-batch: a non-empty range per partition with unprocessed records.
 
-    ``offsets`` asks the log (a new consumer per question without it).
+    ``offsets`` asks the log (without it, a consumer of its own for this plan).
     """
+    if offsets is None:
+        with contextlib.closing(LogOffsets(cfg.bootstrap)) as own:
+            return plan_batch(lake, cfg, ends, own)
     if ends is None:
-        ends = offsets.ends(cfg.topics) if offsets is not None else end_offsets(cfg.bootstrap, cfg.topics)
+        ends = offsets.ends(cfg.topics)
     starts = committed_offsets(lake, cfg, sorted(ends))
     ranges = []
     for (topic, part), end in sorted(ends.items()):
@@ -275,8 +258,7 @@ def plan_batch(
         stop = min(end, start + cfg.max_batch_per_partition)
         if stop > start:
             ranges.append(OffsetRange(topic, part, start, stop))
-    held = [(r.topic, r.partition) for r in ranges]
-    firsts = offsets.starts(held) if offsets is not None else log_starts(cfg.bootstrap, held)
+    firsts = offsets.starts([(r.topic, r.partition) for r in ranges])
     for r in ranges:
         first = firsts.get((r.topic, r.partition), 0)
         if r.start < first:
@@ -477,7 +459,7 @@ def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
         return _run_eager(ranges, cfg, t0)
     runner, opts = _options(cfg, records)
     p = beam.Pipeline(runner=runner, options=opts) if runner is not None else beam.Pipeline(options=opts)
-    run_id = f"{int(time.time())}-{uuid.uuid4().hex[:12]}"  # the time first: the sweep reads it
+    run_id = _run_id()
     build(p, ranges, cfg, run_id)
     try:
         with _stderr_to(cfg.worker_log):
@@ -489,9 +471,7 @@ def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
                 if client is not None:
                     client.close()
     finally:
-        with contextlib.suppress(OSError, PipelineError, LakeError):
-            fs, base = cfg.lake().staging()
-            fs.delete_dir(f"{base}/{run_id}")
+        _remove_staging(cfg, run_id)
     counters: dict[str, int] = {}
     try:
         for c in result.metrics().query()["counters"]:
@@ -499,21 +479,30 @@ def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
             counters[key] = counters.get(key, 0) + int(c.committed or c.attempted or 0)
     except Exception:  # metrics are informational; some runners do not report them
         log.debug("no metrics from the runner", exc_info=True)
-    return BatchResult(ranges, sum(len(r) for r in ranges), time.monotonic() - t0, counters)
+    return BatchResult(ranges, records, time.monotonic() - t0, counters)
 
 
 def _run_eager(ranges: list[OffsetRange], cfg: PipelineConfig, t0: float) -> BatchResult:
     from pipelines.eager import EagerPipeline
 
     p = EagerPipeline()
-    run_id = f"{int(time.time())}-{uuid.uuid4().hex[:12]}"
+    run_id = _run_id()
     try:
         build(p, ranges, cfg, run_id)  # (each step runs as it is applied)
     finally:
-        with contextlib.suppress(OSError, PipelineError, LakeError):
-            fs, base = cfg.lake().staging()
-            fs.delete_dir(f"{base}/{run_id}")
+        _remove_staging(cfg, run_id)
     return BatchResult(ranges, sum(len(r) for r in ranges), time.monotonic() - t0, dict(p.counters))
+
+
+def _run_id() -> str:
+    """A batch run's name (its staging directory): its start time first, which the sweep reads."""
+    return f"{int(time.time())}-{uuid.uuid4().hex[:12]}"
+
+
+def _remove_staging(cfg: PipelineConfig, run_id: str) -> None:
+    with contextlib.suppress(OSError, PipelineError, LakeError):
+        fs, base = cfg.lake().staging()
+        fs.delete_dir(f"{base}/{run_id}")
 
 
 @contextlib.contextmanager
@@ -565,11 +554,21 @@ def _run_once(
     refuse_damaged(lake)
     lake.ensure()
     _sweep_staging(lake)
-    target = end_offsets(cfg.bootstrap, cfg.topics)
+    with contextlib.closing(LogOffsets(cfg.bootstrap)) as offsets:
+        return _batches_to(lake, cfg, offsets.ends(cfg.topics), offsets, on_batch)
+
+
+def _batches_to(
+    lake: Lake,
+    cfg: PipelineConfig,
+    target: dict[tuple[str, int], int],
+    offsets: LogOffsets,
+    on_batch: Callable[[BatchResult], None] | None,
+) -> list[BatchResult]:
     results: list[BatchResult] = []
     previous: list[OffsetRange] | None = None
     while True:
-        ranges = plan_batch(lake, cfg, target)
+        ranges = plan_batch(lake, cfg, target, offsets)
         if not ranges:
             return results
         if ranges == previous:
