@@ -226,12 +226,11 @@ def refuse_damaged(lake: Lake, tables: tuple[str, ...] = PIPELINE_TABLES) -> Non
             continue
         version, problems = _log_problems(log_dir)
         if not problems:
-            from deltalake import DeltaTable
-
             try:
-                problems = _file_problems(
-                    DeltaTable(lake.uri(name), storage_options=lake.storage_options), footers=False
-                )
+                # (the run's held snapshot inside held_snapshots: the pipeline goes on reading it)
+                problems = _file_problems(lake.table(name), footers=False)
+            except LakeDamagedError:
+                raise
             except Exception as exc:  # noqa: BLE001 - delta-rs raises several types for a damaged log
                 problems = [f"the table does not open: {str(exc).splitlines()[0][:200]}"]
         if problems:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import apache_beam as beam
@@ -100,32 +100,54 @@ class _ReadRangeFn(beam.DoFn):
             consumer.close()
         self._consumers.clear()
 
-    def process(self, rng: OffsetRange) -> Iterator[list[Record]]:
+    def process(self, unit: OffsetRange | Sequence[OffsetRange]) -> Iterator[list[Record]]:
+        """The records of one range, or of a unit of ranges of distinct partitions read together.
+
+        A unit's partitions are assigned at once, so their fetches share round trips (one range
+        at a time waited out a fetch per partition: a tenth of a 2,000-event batch over 16).
+        Within a partition, records come in offset order.
+        """
         from kafka import TopicPartition
 
+        rngs = [unit] if isinstance(unit, OffsetRange) else list(unit)
+        wanted = {TopicPartition(r.topic, r.partition): r for r in rngs if r.end > r.start}
+        if len(wanted) < len([r for r in rngs if r.end > r.start]):
+            raise ValueError(f"a read unit names a partition twice: {rngs}")
+        if not wanted:
+            return
         consumer = self._open()
         ok = False
         try:
-            tp = TopicPartition(rng.topic, rng.partition)
-            consumer.assign([tp])
-            consumer.seek(tp, rng.start)
+            consumer.assign(list(wanted))
+            for tp, r in wanted.items():
+                consumer.seek(tp, r.start)
+            reading = set(wanted)
             batch: list[Record] = Rows()
-            while consumer.position(tp) < rng.end:
-                for records in consumer.poll(timeout_ms=1000).values():
-                    for r in records:
-                        if r.offset >= rng.end:
+            while reading:
+                for tp, records in consumer.poll(timeout_ms=1000).items():
+                    end = wanted[tp].end
+                    for rec in records:
+                        if rec.offset >= end:
                             break
-                        batch.append((r.topic, r.partition, r.offset, r.key, r.value, r.timestamp))
+                        batch.append(
+                            (rec.topic, rec.partition, rec.offset, rec.key, rec.value, rec.timestamp)
+                        )
                         if len(batch) >= self.batch_size:
                             self.records.inc(len(batch))
                             yield batch
                             batch = Rows()
+                done = [tp for tp in reading if consumer.position(tp) >= wanted[tp].end]
+                if done:
+                    consumer.pause(*done)  # (records past a range's end are not fetched for it again)
+                    reading.difference_update(done)
             if batch:
                 self.records.inc(len(batch))
                 yield batch
             ok = True
         finally:
-            if not ok:  # a failed or abandoned read: the next range starts from a new consumer
+            if ok:
+                consumer.resume(*wanted)  # (paused partitions stay paused across assign())
+            else:  # a failed or abandoned read: the next range starts from a new consumer
                 self._close()
 
 
@@ -141,6 +163,28 @@ def split_ranges(ranges: Iterable[OffsetRange], chunk: int) -> list[OffsetRange]
     return out
 
 
+def read_units(ranges: Iterable[OffsetRange], chunk: int) -> list[tuple[OffsetRange, ...]]:
+    """Ranges cut into chunks of at most ``chunk`` offsets, packed into units read together.
+
+    A unit holds at most ``chunk`` offsets, of distinct partitions: a small batch over many
+    partitions is one unit (one assignment, shared fetches); a large one is many units of one
+    chunk each (units are what the runner spreads over its workers).
+    """
+    units: list[list[OffsetRange]] = []
+    sizes: list[int] = []
+    for c in sorted(split_ranges(ranges, chunk), key=len, reverse=True):
+        for i, unit in enumerate(units):
+            shared = any((u.topic, u.partition) == (c.topic, c.partition) for u in unit)
+            if sizes[i] + len(c) <= chunk and not shared:
+                unit.append(c)
+                sizes[i] += len(c)
+                break
+        else:
+            units.append([c])
+            sizes.append(len(c))
+    return [tuple(sorted(u, key=lambda r: (r.topic, r.partition, r.start))) for u in units]
+
+
 class ReadKafkaRanges(beam.PTransform):  # type: ignore[type-arg]
     """A bounded read of explicit offset ranges: ``OffsetRange`` -> batches of records."""
 
@@ -153,7 +197,9 @@ class ReadKafkaRanges(beam.PTransform):  # type: ignore[type-arg]
     def expand(self, ranges: Any) -> Any:
         return (
             ranges
-            | "Split" >> beam.FlatMap(lambda r: split_ranges([r], self.chunk))
+            | "All" >> beam.Map(lambda r: (None, r))
+            | "Together" >> beam.GroupByKey()
+            | "Units" >> beam.FlatMapTuple(lambda _, rs: read_units(rs, self.chunk))
             | "Spread" >> beam.Reshuffle()
             | "Read" >> beam.ParDo(_ReadRangeFn(self.bootstrap, self.batch_size))
         )

@@ -218,13 +218,12 @@ def committed_offsets(
     lake: Lake, cfg: PipelineConfig, partitions: list[tuple[str, int]]
 ) -> dict[tuple[str, int], int]:
     """Next offset to read per partition: where the least advanced table stands."""
-    tables = [lake.table(name) for name in PIPELINE_TABLES]
+    apps = {(topic, part): app_id(cfg.name, topic, part) for topic, part in partitions}
+    tables = [lake.txn_versions(name, apps.values()) for name in PIPELINE_TABLES]
     out = {}
-    for topic, part in partitions:
-        app = app_id(cfg.name, topic, part)
-        versions = [t.transaction_version(app) for t in tables]
-        nxt = min((-1 if v is None else v) for v in versions) + 1
-        out[(topic, part)] = max(nxt, cfg.floor.get((topic, part), 0))
+    for tp, app in apps.items():
+        nxt = min((-1 if (v := t[app]) is None else v) for t in tables) + 1
+        out[tp] = max(nxt, cfg.floor.get(tp, 0))
     return out
 
 

@@ -194,3 +194,38 @@ def test_one_reader_serves_ranges_in_any_order_and_threads_get_their_own_consume
     assert pickle.loads(pickle.dumps(fn))._consumers == {}  # open consumers never travel
     fn.teardown()
     assert fn._consumers == {}
+
+
+def test_read_units_pack_small_ranges_together_and_cut_large_ones() -> None:
+    from pipelines.beam_stages import read_units
+
+    small = [OffsetRange("t", p, 100, 100 + 10 * (p + 1)) for p in range(16)]
+    assert [len(u) for u in read_units(small, chunk=50_000)] == [16]  # one assignment for the batch
+    big = [OffsetRange("t", 0, 0, 120), OffsetRange("t", 1, 5, 30), OffsetRange("t", 2, 0, 0)]
+    units = read_units(big, chunk=50)
+    # every offset once; no unit over the chunk or naming a partition twice
+    got = sorted((r.partition, o) for u in units for r in u for o in range(r.start, r.end))
+    assert got == [(0, o) for o in range(120)] + [(1, o) for o in range(5, 30)]
+    assert all(sum(len(r) for r in u) <= 50 for u in units)
+    assert all(len({r.partition for r in u}) == len(u) for u in units)
+    assert len(units) == 3  # 50 + 50 + (20 of partition 0 with partition 1's 25)
+
+
+@pytest.mark.kafka
+def test_one_unit_reads_several_partitions_to_their_ends(kafka: EmbeddedKafka, topic: str) -> None:
+    from pipelines.beam_stages import _ReadRangeFn
+
+    prod = KafkaProducer(bootstrap_servers=kafka.bootstrap)
+    for i in range(90):
+        prod.send(topic, key=b"k", value=json.dumps({"i": i}).encode(), partition=i % 2)
+    prod.flush()
+    prod.close()
+    fn = _ReadRangeFn(kafka.bootstrap, batch_size=8)
+    unit = (OffsetRange(topic, 0, 3, 40), OffsetRange(topic, 1, 10, 11))
+    for _ in range(2):  # the consumer (with partitions paused by the first read) serves the next
+        got = [(r[1], r[2]) for b in fn.process(unit) for r in b]
+        assert sorted(got) == [(0, o) for o in range(3, 40)] + [(1, 10)]
+        assert [o for p, o in got if p == 0] == list(range(3, 40))  # a partition's records in order
+    with pytest.raises(ValueError, match="twice"):
+        list(fn.process((OffsetRange(topic, 0, 0, 2), OffsetRange(topic, 0, 5, 6))))
+    fn.teardown()

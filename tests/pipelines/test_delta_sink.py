@@ -200,3 +200,33 @@ def test_held_snapshots_are_one_table_per_thread_kept_up_to_date(lake: Lake) -> 
         t.join()
         assert other[0] is not held  # another thread opens its own
     assert lake.table("events") is not held
+
+
+def test_txn_versions_agree_with_delta_rs_after_other_writers_and_a_remade_table(lake: Lake) -> None:
+    import shutil
+
+    from deltalake import CommitProperties, Transaction, write_deltalake
+
+    def truth(apps: list[str]) -> dict[str, int | None]:
+        dt = DeltaTable(lake.uri("rewards"))
+        return {a: (None if (v := dt.transaction_version(a)) is None else int(v)) for a in apps}
+
+    apps = ["p:t:0", "p:t:1", "p:t:2"]
+    empty = pa.Table.from_pylist([], TABLES["rewards"])
+    assert lake.txn_versions("rewards", apps) == truth(apps) == dict.fromkeys(apps)
+    lake.write("rewards", empty, mode="upsert", txns={"p:t:0": 4})
+    assert lake.txn_versions("rewards", apps) == truth(apps)
+    # Commits this Lake never made (another writer; a commit naming an app never asked about): the
+    # answers come from the commits since the version it knew, and equal delta-rs's.
+    for app, v in (("p:t:1", 7), ("p:t:0", 9), ("p:t:9", 3)):
+        props = CommitProperties(app_transactions=[Transaction(app_id=app, version=v)])
+        write_deltalake(lake.uri("rewards"), empty, mode="append", commit_properties=props)
+    assert lake.txn_versions("rewards", [*apps, "p:t:9"]) == truth([*apps, "p:t:9"])
+    assert lake.txn_versions("rewards", apps) == {"p:t:0": 9, "p:t:1": 7, "p:t:2": None}
+    assert Lake(lake.root).txn_version("rewards", "p:t:9") == 3  # another Lake of the root agrees
+    # Removed and made again: its versions restart, and nothing known of the old table is reused.
+    shutil.rmtree(lake.uri("rewards"))
+    lake.ensure()
+    lake.write("rewards", empty, mode="upsert", txns={"p:t:2": 1})
+    assert lake.txn_versions("rewards", [*apps, "p:t:9"]) == truth([*apps, "p:t:9"])
+    assert lake.txn_versions("rewards", apps) == {"p:t:0": None, "p:t:1": None, "p:t:2": 1}
