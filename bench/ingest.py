@@ -27,6 +27,9 @@ acknowledged every one of them:
 (a') ``recorder-inline``: the same with ``delivery="inline"``: the recording
     process sends to Kafka itself (kafka-python in the same interpreter), the
     spool only as the safety net.
+(a'') ``recorder-confluent``: (a) with ``KafkaSinkConfig(client="confluent")``: the
+    shipper sends with librdkafka (:mod:`ingest.confluent_sink`); compared with (c),
+    the raw client it is built on (target a''/c >= 0.8).
 (b) ``kafka-python``: a raw ``KafkaProducer`` sending pre-serialised bytes, then
     ``flush()``.
 (c) ``confluent-kafka``: a raw librdkafka ``Producer`` sending the same
@@ -110,10 +113,11 @@ EVENTS_PER_EPISODE = 50
 SEED = 20240601
 TARGET_A_OVER_B = 0.8
 FLUSH_TIMEOUT_S = 300.0
-VARIANTS = ("recorder", "recorder-inline", "kafka-python", "confluent-kafka")
+VARIANTS = ("recorder", "recorder-inline", "recorder-confluent", "kafka-python", "confluent-kafka")
 LABELS = {
     "recorder": "(a) recorder+spool+shipper",
     "recorder-inline": "(a') recorder+spool inline",
+    "recorder-confluent": "(a'') recorder+spool+shipper on librdkafka",
     "kafka-python": "(b) kafka-python",
     "confluent-kafka": "(c) confluent-kafka",
 }
@@ -286,14 +290,17 @@ class Bench:
 WARM_UP_EVENTS = 3  # one short episode: started, annotation, ended
 
 
-def _run_recorder(b: Bench, round_no: int, delivery: str) -> float:
+def _run_recorder(b: Bench, round_no: int, delivery: str, client: str = "kafka-python") -> float:
     rec = EpisodeRecorder.open(
         bootstrap=b.bootstrap,
         home=b.home,
-        worker_id=f"bench-{delivery}-{round_no}",
+        worker_id=f"bench-{delivery}-{client}-{round_no}",
         topic=TOPIC,
         spool_max_bytes=max(256 << 20, 4 * b.n_bytes),
         delivery=delivery,  # type: ignore[arg-type]
+        sink_config=KafkaSinkConfig(
+            bootstrap_servers=b.bootstrap, client_id=f"bench-{delivery}-{round_no}", client=client
+        ),
     )
     try:
         # Like the baselines' producers, get connected (and, with the default
@@ -327,6 +334,11 @@ def run_recorder(b: Bench, round_no: int) -> float:
 def run_recorder_inline(b: Bench, round_no: int) -> float:
     """(a'): the same with inline delivery (this process sends to Kafka itself)."""
     return _run_recorder(b, round_no, "inline")
+
+
+def run_recorder_confluent(b: Bench, round_no: int) -> float:
+    """(a''): the default delivery (spool + shipper) on librdkafka (``client="confluent"``)."""
+    return _run_recorder(b, round_no, "shipper", "confluent")
 
 
 def kafka_python_settings(bootstrap: str) -> dict[str, Any]:
@@ -423,6 +435,7 @@ def run_confluent(b: Bench, round_no: int) -> float:
 RUNNERS: dict[str, Callable[[Bench, int], float]] = {
     "recorder": run_recorder,
     "recorder-inline": run_recorder_inline,
+    "recorder-confluent": run_recorder_confluent,
     "kafka-python": run_kafka_python,
     "confluent-kafka": run_confluent,
 }
@@ -483,11 +496,15 @@ def summarize(b: Bench, rounds: int) -> dict[str, Any]:
     )
     ratio_ab = a / per["kafka-python"]["median_events_per_s"]
     ratio_ac = a / per["confluent-kafka"]["median_events_per_s"]
+    ratio_confluent = (
+        per["recorder-confluent"]["median_events_per_s"] / per["confluent-kafka"]["median_events_per_s"]
+    )
     return {
         "variants": per,
         "ratio_a_over_b": ratio_ab,
         "ratio_inline_over_b": ratio_inline_b,
         "ratio_a_over_c": ratio_ac,
+        "ratio_recorder_confluent_over_c": ratio_confluent,
         "per_round_a_over_b": per_round_ab,
         "median_per_round_a_over_b": statistics.median(per_round_ab),
         "per_round_a_over_c": per_round_ac,
@@ -496,6 +513,11 @@ def summarize(b: Bench, rounds: int) -> dict[str, Any]:
             "metric": "a/b (medians)",
             "threshold": TARGET_A_OVER_B,
             "pass": ratio_ab >= TARGET_A_OVER_B,
+        },
+        "target_confluent": {
+            "metric": "a''/c (medians)",
+            "threshold": TARGET_A_OVER_B,
+            "pass": ratio_confluent >= TARGET_A_OVER_B,
         },
     }
 
@@ -529,13 +551,19 @@ def print_report(summary: dict[str, Any], meta: dict[str, Any]) -> None:
         f"a/b (medians): {summary['ratio_a_over_b']:.2f}   "
         f"a/c (medians): {summary['ratio_a_over_c']:.2f}   "
         f"a'/b (medians): {summary['ratio_inline_over_b']:.2f}   "
+        f"a''/c (medians): {summary['ratio_recorder_confluent_over_c']:.2f}   "
         f"median of per-round a/b: {summary['median_per_round_a_over_b']:.2f} "
         f"[dim]({per_round})"
     )
     verdict = "[bold green]PASS" if summary["target"]["pass"] else "[bold red]MISS"
+    verdict_c = "[bold green]PASS" if summary["target_confluent"]["pass"] else "[bold red]MISS"
     console.print(
         f"target: a/b >= {TARGET_A_OVER_B:.1f} -> {verdict}[/] "
         f"(a/b = {summary['ratio_a_over_b']:.2f}; informational)"
+    )
+    console.print(
+        f"target: a''/c >= {TARGET_A_OVER_B:.1f} -> {verdict_c}[/] "
+        f"(a''/c = {summary['ratio_recorder_confluent_over_c']:.2f}; informational)"
     )
 
 

@@ -274,7 +274,7 @@ def _plot_latency(points: list[dict[str, Any]], out: Path) -> None:
     ax2.set_ylabel("files read per batch")
     ax.set_ylim(bottom=0)
     ax2.set_ylim(0, max(p["files_read"] or 0 for p in points) + 2)
-    fig.legend(loc="upper left")
+    fig.legend(loc="lower right", bbox_to_anchor=(0.88, 0.15))
     fig.tight_layout()
     fig.savefig(out, dpi=120)
 

@@ -14,10 +14,11 @@ down; kafka-python errors are translated into :mod:`ingest.errors`.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaProducer
@@ -77,6 +78,16 @@ class KafkaSinkConfig:
     """Pin the protocol version instead of probing (``None`` probes)."""
     max_request_bytes: int = MAX_MESSAGE_BYTES
     """Largest request the producer sends: fits the largest record the spool takes."""
+    client: str = field(default_factory=lambda: os.environ.get("TRAJLAKE_KAFKA_CLIENT", "kafka-python"))
+    """The producer library: ``kafka-python`` or ``confluent`` (librdkafka, :mod:`ingest.confluent_sink`);
+    the default comes from ``TRAJLAKE_KAFKA_CLIENT``."""
+
+    def __post_init__(self) -> None:
+        if self.client not in ("kafka-python", "confluent"):
+            raise SinkError(
+                f"unknown Kafka client {self.client!r} (TRAJLAKE_KAFKA_CLIENT or client=): "
+                "use 'kafka-python' or 'confluent'"
+            )
 
 
 class KafkaSink(EventSink):
@@ -218,3 +229,12 @@ def _force_close(producer: KafkaProducer) -> None:
         except Exception:
             log.debug("force close of a stalled Kafka producer failed", exc_info=True)
     producer._closed = True
+
+
+def make_sink(config: KafkaSinkConfig) -> EventSink:
+    """The sink ``config.client`` names: ``kafka-python`` (the default) or ``confluent`` (librdkafka)."""
+    if config.client == "confluent":
+        from ingest.confluent_sink import ConfluentKafkaSink
+
+        return ConfluentKafkaSink(config)
+    return KafkaSink(config)

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 from ingest.blobs import BlobStore
 from ingest.delivery import Delivery, SpooledDelivery
 from ingest.errors import EpisodeStateError
-from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
+from ingest.kafka_sink import KafkaSinkConfig, make_sink
 from ingest.shipper import ShippedDelivery
 from ingest.sink import EventSink
 from ingest.spool import FsyncPolicy, Spool
@@ -166,7 +166,7 @@ class EpisodeRecorder:
         chosen: Delivery
         try:
             if sink is not None or delivery == "inline":
-                chosen = SpooledDelivery(spool, sink or KafkaSink(cfg))
+                chosen = SpooledDelivery(spool, sink or make_sink(cfg))
             else:
                 chosen = ShippedDelivery(spool, cfg)
         except BaseException:

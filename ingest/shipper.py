@@ -48,7 +48,7 @@ from crc32c import crc32c
 
 from ingest.delivery import Delivery, DeliveryStats, count_damage
 from ingest.errors import DeliveryTimeoutError, SinkError, SinkRejectedError, SpoolError
-from ingest.kafka_sink import KafkaSink, KafkaSinkConfig, is_rejection
+from ingest.kafka_sink import KafkaSinkConfig, is_rejection, make_sink
 from ingest.sink import Receipt
 from ingest.spool import (
     HEADER_SIZE,
@@ -184,7 +184,8 @@ class Shipper:
         orphan_timeout_s: float = ORPHAN_TIMEOUT_S,
     ) -> None:
         self.directory = Path(directory)
-        self.sink = KafkaSink(config)
+        self.config = config
+        self.sink = make_sink(config)
         self.poll_interval_s = poll_interval_s
         self.stall_timeout_s = stall_timeout_s
         self.retry_interval_s = retry_interval_s
@@ -417,7 +418,7 @@ class Shipper:
             if time.monotonic() - down_since > self.orphan_timeout_s and self._worker_gone():
                 p.gave_up = True
                 p.error = (
-                    f"Kafka at {self.sink.config.bootstrap_servers} unreachable for "
+                    f"Kafka at {self.config.bootstrap_servers} unreachable for "
                     f"{self.orphan_timeout_s:g} s and the worker is gone; the spool is left for "
                     "`trajlake spool drain`"
                 )

@@ -48,7 +48,8 @@ def fresh_broker(tmp_path: Path) -> Iterator[EmbeddedKafka]:
 @pytest.fixture
 def topic(kafka: EmbeddedKafka, request: pytest.FixtureRequest) -> str:
     """A fresh topic (8 partitions) on the session broker, named after the test."""
-    name = "t." + request.node.name.replace("[", ".").replace("]", "")[:150] + f".{os.getpid()}"
+    test = (f"{request.cls.__name__}." if request.cls else "") + request.node.name  # (a contract's classes)
+    name = "t." + test.replace("[", ".").replace("]", "")[:150] + f".{os.getpid()}"
     broker = EmbeddedKafka(kafka.home, kafka.bootstrap, topics={name: 8})
     broker.ensure_topics()
     return name

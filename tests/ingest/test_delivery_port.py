@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest import Delivery, KafkaSink, KafkaSinkConfig, Spool, SpooledDelivery
+from ingest import Delivery, KafkaSinkConfig, Spool, SpooledDelivery
 from ingest.kafka_broker import EmbeddedKafka
+from ingest.kafka_sink import make_sink
 from ingest.log_reader import read_log
 from ingest.shipper import ShippedDelivery
 
@@ -16,12 +17,14 @@ pytestmark = pytest.mark.kafka
 
 
 def make(kind: str, directory: Path, bootstrap: str) -> Delivery:
+    """``inline`` or ``shipper``, on kafka-python or (``-confluent``) librdkafka."""
     spool = Spool(directory)
-    cfg = KafkaSinkConfig(bootstrap_servers=bootstrap)
-    return SpooledDelivery(spool, KafkaSink(cfg)) if kind == "inline" else ShippedDelivery(spool, cfg)
+    how, _, client = kind.partition("-")
+    cfg = KafkaSinkConfig(bootstrap_servers=bootstrap, client=client or "kafka-python")
+    return SpooledDelivery(spool, make_sink(cfg)) if how == "inline" else ShippedDelivery(spool, cfg)
 
 
-@pytest.mark.parametrize("kind", ["inline", "shipper"])
+@pytest.mark.parametrize("kind", ["inline", "shipper", "inline-confluent", "shipper-confluent"])
 def test_every_submitted_record_is_acknowledged_once_in_key_order(
     kind: str, kafka: EmbeddedKafka, topic: str, tmp_path: Path
 ) -> None:

@@ -156,14 +156,16 @@ def test_worker_killed_with_sigkill_loses_no_recorded_event(
     wait_until(lambda: list(spool.glob("seg-*.log")) == [], what="an empty spool")
 
 
-@pytest.mark.parametrize("delivery", ["inline", "shipper"])
+@pytest.mark.parametrize("delivery", ["inline", "shipper", "inline-confluent"])
 def test_broker_stopped_while_recording_loses_nothing(
     fresh_broker: EmbeddedKafka, tmp_path: Path, delivery: str
 ) -> None:
     broker = fresh_broker
     broker.topics = {"trajlake.episodes": 8}
     broker.start()
+    delivery, _, client = delivery.partition("-")  # (-confluent: librdkafka, ingest.confluent_sink)
     cfg = KafkaSinkConfig(
+        client=client or "kafka-python",
         bootstrap_servers=broker.bootstrap,
         delivery_timeout_ms=8000,
         request_timeout_ms=3000,

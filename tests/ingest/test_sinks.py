@@ -123,3 +123,60 @@ class TestKafkaSink(SinkContract):
         with pytest.raises(SinkUnavailableError):
             sink.send(self.topic_name, b"k", b"v")
         sink.close()
+
+
+@pytest.mark.kafka
+class TestConfluentKafkaSink(SinkContract):
+    """The librdkafka adapter passes the same contract (``KafkaSinkConfig(client="confluent")``)."""
+
+    @pytest.fixture(autouse=True)
+    def _broker(self, kafka: EmbeddedKafka, topic: str) -> None:
+        self.bootstrap = kafka.bootstrap
+        self.topic_name = topic
+
+    def make(self) -> EventSink:
+        from ingest.kafka_sink import make_sink
+
+        sink = make_sink(KafkaSinkConfig(bootstrap_servers=self.bootstrap, client="confluent"))
+        assert type(sink).__name__ == "ConfluentKafkaSink"
+        return sink
+
+    def delivered(self, sink: EventSink) -> list[tuple[bytes, bytes]]:
+        return [(k or b"", v) for _, _, _, k, v in read_log(self.bootstrap, self.topic_name)]
+
+    def test_librdkafka_puts_a_key_where_partition_for_says(self) -> None:
+        sink = self.make()
+        keys = [b"episode-%d" % i for i in range(40)]
+        receipts = [sink.send(self.topic_name, k, b"x") for k in keys]  # no explicit partition
+        sink.flush(30)
+        wait_done(receipts)
+        assert [r.partition for r in receipts] == [sink.partition_for(self.topic_name, k) for k in keys]  # type: ignore[attr-defined]
+        assert all(r.partition == partition_of(k, 8) for r, k in zip(receipts, keys, strict=True))  # type: ignore[attr-defined]
+        sink.close()
+
+    def test_a_record_kafka_refuses_fails_as_rejected_and_others_go_on(self) -> None:
+        from ingest.errors import SinkRejectedError
+
+        sink = self.make()
+        receipts = []
+        with pytest.raises(SinkRejectedError) as refused:
+            receipts.append(sink.send(self.topic_name, b"k", b"v" * (sink.config.max_request_bytes + 1)))  # type: ignore[attr-defined]
+        assert "refuses the record for good" in str(refused.value)
+        ok = sink.send(self.topic_name, b"k", b"small")
+        sink.flush(30)
+        wait_done([ok])
+        assert ok.exception is None and receipts == []
+        sink.close()
+
+    def test_unreachable_broker_and_an_unknown_client_are_translated(self) -> None:
+        from ingest import SinkError, SinkUnavailableError
+        from ingest.confluent_sink import ConfluentKafkaSink
+
+        sink = ConfluentKafkaSink(KafkaSinkConfig(bootstrap_servers="127.0.0.1:1", max_block_ms=1500))
+        assert not sink.probe()
+        with pytest.raises(SinkUnavailableError):
+            sink.send(self.topic_name, b"k", b"v")
+        assert sink.partition_for(self.topic_name, b"k") is None
+        sink.close()
+        with pytest.raises(SinkError, match="unknown Kafka client 'rdkafka'"):
+            KafkaSinkConfig(client="rdkafka")
