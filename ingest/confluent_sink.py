@@ -110,7 +110,7 @@ class ConfluentKafkaSink(EventSink):
                     from confluent_kafka import KafkaException, Producer
                 except ImportError as exc:
                     raise SinkError(
-                        "the confluent delivery needs confluent-kafka: pip install confluent-kafka, or "
+                        "the confluent delivery needs confluent-kafka: pip install 'trajlake[confluent]', or "
                         "set TRAJLAKE_KAFKA_CLIENT=kafka-python"
                     ) from exc
                 if not self.probe():

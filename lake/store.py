@@ -89,6 +89,9 @@ class OffsetRange:
 
 _HELD = threading.local()
 
+Stamp = tuple[int, int, int] | None
+"""What identifies one commit file of a local table: see :meth:`Lake._commit_stamp`."""
+
 
 @contextlib.contextmanager
 def held_snapshots() -> Iterator[None]:
@@ -114,39 +117,49 @@ class _TxnCache:
     delta-rs answers ``transaction_version(app)`` by replaying the log's ``txn`` actions (the last
     checkpoint and the commits after it): 0.75 ms a question at 500k events, and a micro-batch
     asked ~330 of them (every partition's app of every table, when planning and when committing).
-    A table version is immutable, so an answer holds for it forever. Known at version ``v``, the
-    answers at ``w > v`` are those plus the ``txn`` actions of commits ``v+1..w``, read from a
-    local lake's log (an object store's lake asks delta-rs again). Keyed by the table's Delta id
-    too: a table removed and made again restarts its versions.
+    A commit is immutable, so an answer holds for it as long as the commit is the one seen: each
+    entry keeps the stamp of its commit file (:meth:`Lake._commit_stamp`) and is dropped when the
+    file is not the same (a table removed and made again, or restored from a copy, restarts or
+    rewrites its history). Known at version ``v``, the answers at ``w > v`` are those plus the
+    ``txn`` actions of commits ``v+1..w`` read from the log. A lake on an object store is not
+    cached (delta-rs is asked every time).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._known: dict[tuple[str, str], tuple[int, dict[str, int | None]]] = {}
+        self._known: dict[str, tuple[int, Stamp, dict[str, int | None]]] = {}
 
     def versions(self, lake: Lake, name: str, dt: DeltaTable, apps: Iterable[str]) -> dict[str, int | None]:
+        wanted = list(apps)
         version = int(dt.version())
-        key = (lake.uri(name), str(dt.metadata().id))
+        stamp = lake._commit_stamp(name, version)
+        if stamp is None:  # (an object store, or the commit file is gone): nothing to check it by
+            return {app: _asked(dt, app) for app in wanted}
+        key = lake.uri(name)
         with self._lock:
-            have_version, have = self._known.get(key, (-1, {}))
+            have_version, have_stamp, have = self._known.get(key, (-1, None, {}))
         answers: dict[str, int | None] | None = None
-        if have_version == version:
-            answers = dict(have)
-        elif 0 <= have_version < version <= have_version + 64 and not lake.remote:  # (else: ask)
-            answers = _txns_since(Path(lake.uri(name).removeprefix("file://")) / "_delta_log",
-                                  have_version, version, have)  # fmt: skip
+        valid = have_version >= 0 and have_stamp == lake._commit_stamp(name, have_version)
+        if valid and have_version <= version:
+            if have_version == version:
+                answers = dict(have)
+            elif version - have_version <= 64:  # (further: asking is cheaper than reading the commits)
+                log_dir = Path(key.removeprefix("file://")) / "_delta_log"
+                answers = _txns_since(log_dir, have_version, version, have)
         if answers is None:
             answers = {}
-        wanted = list(apps)
         for app in wanted:
             if app not in answers:
-                found = dt.transaction_version(app)
-                answers[app] = None if found is None else int(found)
-        if version >= have_version:
+                answers[app] = _asked(dt, app)
+        if version >= have_version or not valid:  # (an older snapshot's answers are not kept)
             with self._lock:
-                if version >= self._known.get(key, (-1, {}))[0]:
-                    self._known[key] = (version, answers)
+                self._known[key] = (version, stamp, answers)
         return {app: answers[app] for app in wanted}
+
+
+def _asked(dt: DeltaTable, app: str) -> int | None:
+    found = dt.transaction_version(app)
+    return None if found is None else int(found)
 
 
 def _txns_since(
@@ -300,25 +313,47 @@ class Lake:
         except DeltaError as exc:
             raise LakeError(f"cannot add columns {[f.name for f in missing]} to table {name}: {exc}") from exc
 
+    def _commit_stamp(self, name: str, version: int) -> Stamp:
+        """Identity of table ``name``'s commit ``version`` on a local lake (inode, size, mtime).
+
+        Delta writes each commit file once, so the same stamp means the same history up to it; a
+        table removed and made again, or restored from a copy, has new files. ``None`` on an object
+        store (not checked) and for a commit file that is gone (log cleanup, or removed).
+        """
+        if self.remote:
+            return None
+        path = Path(self.uri(name).removeprefix("file://")) / "_delta_log" / f"{version:020d}.json"
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
     def table(self, name: str, version: int | None = None) -> DeltaTable:
         """Open ``name`` (at a Delta ``version`` for time travel).
 
         Raises:
             LakeError: no such table (or version).
         """
-        held: dict[tuple[str, ...], DeltaTable] | None = getattr(_HELD, "tables", None)
+        held: dict[tuple[str, ...], tuple[DeltaTable, Stamp]] | None = getattr(_HELD, "tables", None)
         if version is not None:
             held = None  # time travel: never held
         key: tuple[str, ...] = ()
         if held is not None:
             key = (self.uri(name), *sorted(f"{k}={v}" for k, v in (self.storage_options or {}).items()))
         if held is not None and key in held:
-            dt = held[key]
-            try:
-                dt.update_incremental()
-                return dt
-            except Exception:  # noqa: BLE001 - (a damaged or vacuumed log): opened again, as without
-                del held[key]
+            dt, stamp = held[key]
+            # The commit the snapshot stands on is still the one it read: the table was not removed
+            # and made again, nor restored from a copy (update_incremental would apply another
+            # table's commits on top of it).
+            if stamp == self._commit_stamp(name, int(dt.version())):
+                try:
+                    dt.update_incremental()
+                    held[key] = (dt, self._commit_stamp(name, int(dt.version())))
+                    return dt
+                except Exception:  # noqa: BLE001 - (a damaged or vacuumed log): opened again, as without
+                    pass
+            del held[key]
         try:
             dt = DeltaTable(self.uri(name), storage_options=self.storage_options)
         except TableNotFoundError as exc:
@@ -330,7 +365,7 @@ class Lake:
             raise self._damaged(name, exc) from exc
         if version is None:
             if held is not None:
-                held[key] = dt
+                held[key] = (dt, self._commit_stamp(name, int(dt.version())))
             return dt
         latest = dt.version()
         if not 0 <= version <= latest:

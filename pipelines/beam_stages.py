@@ -125,6 +125,8 @@ class _ReadRangeFn(beam.DoFn):
             batch: list[Record] = Rows()
             while reading:
                 for tp, records in consumer.poll(timeout_ms=1000).items():
+                    if tp not in reading:
+                        continue
                     end = wanted[tp].end
                     for rec in records:
                         if rec.offset >= end:
@@ -138,16 +140,19 @@ class _ReadRangeFn(beam.DoFn):
                             batch = Rows()
                 done = [tp for tp in reading if consumer.position(tp) >= wanted[tp].end]
                 if done:
-                    consumer.pause(*done)  # (records past a range's end are not fetched for it again)
                     reading.difference_update(done)
+                    if reading:
+                        # Assigned only what is still read (positions kept): records fetched past a
+                        # range's end are dropped. Never pause(): kafka-python parks a paused
+                        # partition's half-read fetch and, the consumer reused, a later read of that
+                        # partition would wait on it for ever.
+                        consumer.assign(sorted(reading))
             if batch:
                 self.records.inc(len(batch))
                 yield batch
             ok = True
         finally:
-            if ok:
-                consumer.resume(*wanted)  # (paused partitions stay paused across assign())
-            else:  # a failed or abandoned read: the next range starts from a new consumer
+            if not ok:  # a failed or abandoned read: the next range starts from a new consumer
                 self._close()
 
 

@@ -230,3 +230,50 @@ def test_txn_versions_agree_with_delta_rs_after_other_writers_and_a_remade_table
     lake.write("rewards", empty, mode="upsert", txns={"p:t:2": 1})
     assert lake.txn_versions("rewards", [*apps, "p:t:9"]) == truth([*apps, "p:t:9"])
     assert lake.txn_versions("rewards", apps) == {"p:t:0": None, "p:t:1": None, "p:t:2": 1}
+
+
+def test_a_table_remade_or_restored_is_never_answered_from_what_was_known_of_it(lake: Lake) -> None:
+    import shutil
+    import threading
+
+    from lake.store import held_snapshots
+
+    empty = pa.Table.from_pylist([], TABLES["rewards"])
+    app, other = "p:t:0", "p:t:1"
+    uri = lake.uri("rewards")
+
+    def truth() -> int | None:
+        return DeltaTable(uri).transaction_version(app)
+
+    with held_snapshots():
+        for v in (300, 600, 900):
+            lake.write("rewards", empty, mode="upsert", txns={app: v})
+        held = lake.table("rewards")
+        assert lake.txn_versions("rewards", [app]) == {app: 900} and held.version() == 3
+
+        def remake() -> None:  # another writer (its own thread: its own snapshots)
+            shutil.rmtree(uri)
+            lk = Lake(lake.root)
+            lk.ensure(["rewards"])
+            for a, v in ((app, 100), (app, 200), (other, 1), (other, 2)):
+                lk.write("rewards", empty, mode="upsert", txns={a: v})
+
+        t = threading.Thread(target=remake)
+        t.start()
+        t.join(60)
+        # past the held version: the held snapshot is opened anew, not brought forward
+        assert DeltaTable(uri).version() == 4
+        assert lake.txn_versions("rewards", [app]) == {app: 200} == {app: truth()}
+        assert lake.table("rewards").metadata().id == DeltaTable(uri).metadata().id
+    # Restored from a copy (the same Delta id, an older history): nothing of the newer one is kept.
+    backup = Path(lake.root) / "backup"
+    shutil.copytree(uri, backup)  # at version 4: app at 200
+    lake.write("rewards", empty, mode="upsert", txns={app: 250})
+    assert lake.txn_versions("rewards", [app]) == {app: 250}
+    shutil.rmtree(uri)
+    shutil.copytree(backup, uri)
+    assert lake.txn_versions("rewards", [app]) == {app: 200} == {app: truth()}
+    assert lake.write("rewards", empty, mode="upsert", txns={app: 230}) is True  # the restored v5
+    assert lake.txn_versions("rewards", [app]) == {app: 230} == {app: truth()}
+    assert lake.write("rewards", empty, mode="upsert", txns={app: 250}) is True  # not taken as landed
+    assert truth() == 250
