@@ -202,7 +202,7 @@ class ReadKafkaRanges(beam.PTransform):  # type: ignore[type-arg]
     def expand(self, ranges: Any) -> Any:
         return (
             ranges
-            | "All" >> beam.Map(lambda r: (None, r))
+            | "All" >> beam.Map(lambda r: (0, r))  # (hash(None) differs between processes: Dask)
             | "Together" >> beam.GroupByKey()
             | "Units" >> beam.FlatMapTuple(lambda _, rs: read_units(rs, self.chunk))
             | "Spread" >> beam.Reshuffle()
