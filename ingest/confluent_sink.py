@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from ingest.errors import SinkError, SinkRejectedError, SinkUnavailableError
-from ingest.kafka_sink import METADATA_RETRY_S, KafkaSink, KafkaSinkConfig, partition_of
+from ingest.kafka_sink import KafkaSinkConfig, PartitionCounts, probe_servers
 from ingest.sink import EventSink, Receipt
 
 log = logging.getLogger(__name__)
@@ -78,13 +78,11 @@ class ConfluentKafkaSink(EventSink):
         self._lock = threading.Lock()
         self._poller: threading.Thread | None = None
         self._stop = threading.Event()
-        self._partitions: dict[str, int] = {}
-        self._metadata_retry_at: dict[str, float] = {}
-        self.metadata_lookups = 0
+        self._counts = PartitionCounts()
 
     def _settings(self) -> dict[str, Any]:
         c = self.config
-        out: dict[str, Any] = {
+        return {
             "bootstrap.servers": c.bootstrap_servers,
             "acks": "all",
             "enable.idempotence": True,
@@ -98,7 +96,6 @@ class ConfluentKafkaSink(EventSink):
             "client.id": c.client_id or "trajlake",
             "log_level": 3,  # errors only: a broker that is down is reported by send and probe
         }
-        return out
 
     def _get(self) -> Any:
         producer = self._producer
@@ -150,24 +147,15 @@ class ConfluentKafkaSink(EventSink):
                 raise SinkError(f"Kafka send failed: {exc}") from exc
 
     def partition_for(self, topic: str, key: bytes) -> int | None:
-        n = self._partitions.get(topic)
-        if n is None:
-            if time.monotonic() < self._metadata_retry_at.get(topic, 0.0):
-                return None
-            self.metadata_lookups += 1
-            parts = 0
-            try:
-                meta = self._get().list_topics(topic, timeout=self.config.max_block_ms / 1000)
-                found = meta.topics.get(topic)
-                if found is not None and found.error is None:
-                    parts = len(found.partitions)
-            except Exception:  # noqa: BLE001 - (KafkaException, SinkUnavailableError): not known now
-                parts = 0
-            if not parts:
-                self._metadata_retry_at[topic] = time.monotonic() + METADATA_RETRY_S
-                return None
-            n = self._partitions[topic] = parts
-        return partition_of(key, n)
+        return self._counts.partition_for(topic, key, self._count_partitions)
+
+    def _count_partitions(self, topic: str) -> int:
+        try:
+            meta = self._get().list_topics(topic, timeout=self.config.max_block_ms / 1000)
+        except Exception:  # noqa: BLE001 - (KafkaException, SinkUnavailableError): not known now
+            return 0
+        found = meta.topics.get(topic)
+        return len(found.partitions) if found is not None and found.error is None else 0
 
     def flush(self, timeout: float | None = None) -> None:
         if self._producer is None:
@@ -177,7 +165,7 @@ class ConfluentKafkaSink(EventSink):
             raise SinkError(f"Kafka flush timed out with {left} records undelivered")
 
     def probe(self) -> bool:
-        return KafkaSink(self.config).probe()  # a TCP connect to any bootstrap server
+        return probe_servers(self.config.bootstrap_servers)  # a TCP connect: creates nothing
 
     def _drop(self, producer: Any, poller: threading.Thread | None, stop: threading.Event) -> None:
         try:

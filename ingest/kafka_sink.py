@@ -18,6 +18,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,45 @@ class KafkaSinkConfig:
             )
 
 
+def probe_servers(bootstrap_servers: str) -> bool:
+    """Whether any of the comma-separated ``host:port`` servers takes a TCP connection (cheap)."""
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host or "127.0.0.1", int(port)), timeout=1.0):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+class PartitionCounts:
+    """How many partitions each topic has, asked of Kafka once per topic (both sinks keep one).
+
+    A lookup that finds nothing is not repeated for :data:`METADATA_RETRY_S`: callers get ``None``
+    meanwhile instead of each blocking on Kafka. ``lookups`` counts the questions asked.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._retry_at: dict[str, float] = {}
+        self.lookups = 0
+
+    def partition_for(self, topic: str, key: bytes, ask: Callable[[str], int]) -> int | None:
+        """``key``'s partition of ``topic``; ``ask(topic)`` counts its partitions (0: not known now)."""
+        n = self._counts.get(topic)
+        if n is None:
+            if time.monotonic() < self._retry_at.get(topic, 0.0):
+                return None  # asked recently and Kafka did not say: do not block every caller on it
+            self.lookups += 1
+            n = ask(topic)
+            if not n:
+                self._retry_at[topic] = time.monotonic() + METADATA_RETRY_S
+                return None
+            self._counts[topic] = n
+        return partition_of(key, n)
+
+
 class KafkaSink(EventSink):
     """Delivers records to Kafka with ``acks=all`` and the idempotent producer.
 
@@ -101,10 +141,12 @@ class KafkaSink(EventSink):
         self.config = config or KafkaSinkConfig()
         self._producer: KafkaProducer | None = None
         self._lock = threading.Lock()
-        self._partitions: dict[str, int] = {}
-        self._metadata_retry_at: dict[str, float] = {}
-        self.metadata_lookups = 0
+        self._counts = PartitionCounts()
+
+    @property
+    def metadata_lookups(self) -> int:
         """Partition lookups that asked Kafka (each may wait up to ``max_block_ms``)."""
+        return self._counts.lookups
 
     def _kwargs(self) -> dict[str, Any]:
         c = self.config
@@ -157,20 +199,13 @@ class KafkaSink(EventSink):
         return future
 
     def partition_for(self, topic: str, key: bytes) -> int | None:
-        n = self._partitions.get(topic)
-        if n is None:
-            if time.monotonic() < self._metadata_retry_at.get(topic, 0.0):
-                return None  # asked recently and Kafka did not say: do not block every caller on it
-            self.metadata_lookups += 1
-            try:
-                parts = self._get().partitions_for(topic)
-            except (kafka_errors.KafkaError, SinkUnavailableError):
-                parts = None
-            if not parts:
-                self._metadata_retry_at[topic] = time.monotonic() + METADATA_RETRY_S
-                return None
-            n = self._partitions[topic] = len(parts)
-        return partition_of(key, n)
+        return self._counts.partition_for(topic, key, self._count_partitions)
+
+    def _count_partitions(self, topic: str) -> int:
+        try:
+            return len(self._get().partitions_for(topic) or ())
+        except (kafka_errors.KafkaError, SinkUnavailableError):
+            return 0
 
     def flush(self, timeout: float | None = None) -> None:
         if self._producer is None:
@@ -181,15 +216,7 @@ class KafkaSink(EventSink):
             raise SinkError(f"Kafka flush failed: {exc}") from exc
 
     def probe(self) -> bool:
-        # A TCP connect to any bootstrap server: cheap, and creates nothing.
-        for server in self.config.bootstrap_servers.split(","):
-            host, _, port = server.strip().rpartition(":")
-            try:
-                with socket.create_connection((host or "127.0.0.1", int(port)), timeout=1.0):
-                    return True
-            except (OSError, ValueError):
-                continue
-        return False
+        return probe_servers(self.config.bootstrap_servers)  # a TCP connect: creates nothing
 
     def reset(self) -> None:
         with self._lock:

@@ -139,7 +139,8 @@ class _TxnCache:
         with self._lock:
             have_version, have_stamp, have = self._known.get(key, (-1, None, {}))
         answers: dict[str, int | None] | None = None
-        valid = have_version >= 0 and have_stamp == lake._commit_stamp(name, have_version)
+        then = stamp if have_version == version else lake._commit_stamp(name, have_version)
+        valid = have_version >= 0 and have_stamp == then
         if valid and have_version <= version:
             if have_version == version:
                 answers = dict(have)
@@ -348,8 +349,10 @@ class Lake:
             # table's commits on top of it).
             if stamp == self._commit_stamp(name, int(dt.version())):
                 try:
+                    before = dt.version()
                     dt.update_incremental()
-                    held[key] = (dt, self._commit_stamp(name, int(dt.version())))
+                    if dt.version() != before:
+                        held[key] = (dt, self._commit_stamp(name, int(dt.version())))
                     return dt
                 except Exception:  # noqa: BLE001 - (a damaged or vacuumed log): opened again, as without
                     pass

@@ -109,9 +109,9 @@ class _ReadRangeFn(beam.DoFn):
         """
         from kafka import TopicPartition
 
-        rngs = [unit] if isinstance(unit, OffsetRange) else list(unit)
-        wanted = {TopicPartition(r.topic, r.partition): r for r in rngs if r.end > r.start}
-        if len(wanted) < len([r for r in rngs if r.end > r.start]):
+        rngs = [r for r in ([unit] if isinstance(unit, OffsetRange) else unit) if r.end > r.start]
+        wanted = {TopicPartition(r.topic, r.partition): r for r in rngs}
+        if len(wanted) < len(rngs):
             raise ValueError(f"a read unit names a partition twice: {rngs}")
         if not wanted:
             return
