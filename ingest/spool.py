@@ -435,16 +435,25 @@ def read_next(directory: Path) -> int:
         return 0
 
 
-def missing_segments(directory: Path, numbers: list[int] | None = None) -> list[int]:
+def missing_segments(
+    directory: Path, numbers: list[int] | None = None, next_seen: int | None = None
+) -> list[int]:
     """Segment numbers that were allocated and are gone without being retired (lost records).
 
     Numbers below the ledger's first tracked one (a spool older than the ledger) are not judged.
+    ``numbers`` (the files on disk) and ``next_seen`` (``NEXT``) may come from the caller; both
+    must then have been read in this function's order, which is what makes it safe while a
+    worker rotates and a shipper deletes: ``NEXT`` first (a writer creates a file before it
+    raises ``NEXT``, so every number below the value read has a file or had one), then the
+    files, then the ledger (a deleter notes a number in the ledger before it unlinks the file,
+    so a file the listing missed is already in the ledger read after it).
     """
+    top_next = read_next(directory) if next_seen is None else next_seen
+    present = set(segment_numbers(directory) if numbers is None else numbers)
     first, retired = _ledger(directory)
     if first < 0:
         return []
-    present = set(segment_numbers(directory) if numbers is None else numbers)
-    top = max([read_next(directory), *(n + 1 for n in present)], default=0)
+    top = max([top_next, *(n + 1 for n in present)], default=0)
     return [n for n in range(first, top) if n not in present and n not in retired]
 
 

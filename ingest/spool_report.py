@@ -14,6 +14,7 @@ from ingest.spool import (
     lock_is_free,
     missing_segments,
     quarantined,
+    read_next,
     scan_frames,
     segment_numbers,
     segment_path,
@@ -62,10 +63,11 @@ def inspect_spool(directory: Path) -> SpoolReport:
     rep.shipper_error = progress.error if progress else None
     rep.worker_alive = (directory / "LOCK").exists() and not lock_is_free(directory / "LOCK")
     rep.shipper_alive = shipper_alive(directory)
+    next_seen = read_next(directory)  # before the listing: see missing_segments
     numbers = segment_numbers(directory)
     rep.quarantine = quarantined(directory)
     known = {(q.get("segment"), q.get("start"), q.get("end")) for q in rep.quarantine}
-    for n in missing_segments(directory, numbers):
+    for n in missing_segments(directory, numbers, next_seen):
         if (n, 0, 0) not in known:
             rep.found.append({"segment": n, "start": 0, "end": 0, "kind": "missing", "records_at_least": 0,
                               "file": None})  # fmt: skip

@@ -265,3 +265,37 @@ def test_a_live_segment_waits_for_a_frame_being_written_and_skips_damage_behind_
     assert [f.value for f in scan.frames] == [b"v%d" % i for i in (0, 1, 3, 4, 5)]
     [d] = scan.damage
     assert (d.start, d.end, d.kind) == (len(frames[0]) + len(frames[1]), sum(map(len, frames[:3])), "damaged")
+
+
+def test_segments_rotated_and_deleted_while_a_reader_looks_are_never_called_missing(tmp_path: Path) -> None:
+    """A reader racing a worker that rotates and deletes segments finds no gap that is not there.
+
+    A writer creates a segment's file before it raises ``NEXT``; a deleter notes the number in
+    the ledger before it unlinks the file. A reader that listed the files after reading the
+    ledger called a segment deleted in between "gone" (a CI run saw it, under the shipper).
+    """
+    from ingest.spool import missing_segments, read_next
+    from ingest.spool_report import inspect_spool
+
+    sp = Spool(tmp_path, segment_bytes=4096, max_bytes=1 << 20)
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            seg, _ = sp.append("t", b"k", b"x" * 1500)  # a rotation every 2 records
+            sp.ack(seg)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    try:
+        seen = []
+        for i in range(3000):
+            seen += missing_segments(tmp_path)
+            if i % 100 == 0:
+                seen += [f["segment"] for f in inspect_spool(tmp_path).found]
+    finally:
+        stop.set()
+        worker.join()
+        sp.close()
+    assert seen == []
+    assert read_next(tmp_path) > 100  # the worker rotated (and deleted) all along
