@@ -77,9 +77,9 @@ def make_lake(root: Path, n: int, seed: int = 0) -> None:
     import pyarrow as pa
     from deltalake import write_deltalake
 
+    from fold.samples import sample_rows
     from learners.tokenizer import CharTokenizer
     from pipelines import episode_row, fold_episode, reward_rows, step_rows
-    from pipelines.samples import sample_rows
     from schemas import SDK_VERSION, current_version, new_id, parse_event
     from schemas.tables import TABLES
 

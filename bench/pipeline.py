@@ -72,12 +72,12 @@ from kafka import KafkaConsumer, TopicPartition  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from fold.projection import episode_row, fold_episode, step_rows  # noqa: E402
+from fold.rows import event_row  # noqa: E402
 from ingest import EpisodeRecorder  # noqa: E402
 from ingest.kafka_broker import EmbeddedKafka  # noqa: E402
 from lake import Lake  # noqa: E402
 from pipelines import PipelineConfig, run_follow, run_once  # noqa: E402
-from pipelines.beam_stages import event_row  # noqa: E402
-from pipelines.projection import episode_row, fold_episode, step_rows  # noqa: E402
 from pipelines.spark_lake import SparkLake, SparkUnavailableError  # noqa: E402
 from schemas import TABLES, SchemaError, parse_event  # noqa: E402
 

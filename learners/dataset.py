@@ -3,7 +3,7 @@
 (lake, Delta versions, judge name + version, filters) -> one sample per training
 sequence: a row of the gold ``samples`` table (typed token ids, loss mask and the
 behaviour log-probabilities the sampler recorded; one sequence per episode whose
-model calls continue one token history, :mod:`pipelines.samples`) with the reward
+model calls continue one token history, :mod:`fold.samples`) with the reward
 the chosen judge version gave its episode and the episode's group for group-relative
 advantages. ``episodes`` and ``rewards`` (small) select the trainable episodes;
 ``samples`` is then read with column and filter pushdown, at exactly the pinned

@@ -2,9 +2,20 @@
 
 Public API: :class:`PipelineConfig`, :func:`run_once`, :func:`run_follow`,
 :func:`replay`, the Beam stages (the tables themselves: :mod:`lake`), and the
-pure projection (:func:`fold_episode`) and failure attribution.
+pure fold (:mod:`fold`: :func:`fold_episode`, failure attribution), re-exported here.
 """
 
+from fold import (
+    CATEGORIES,
+    EpisodeState,
+    attribute,
+    episode_row,
+    failure_rows,
+    fold_episode,
+    normalise_error,
+    reward_rows,
+    step_rows,
+)
 from pipelines.beam_stages import (
     AssembleEpisodes,
     DedupEvents,
@@ -14,7 +25,6 @@ from pipelines.beam_stages import (
     WriteDelta,
 )
 from pipelines.errors import PipelineError
-from pipelines.failures import CATEGORIES, attribute, failure_rows, normalise_error
 from pipelines.log_pipeline import (
     BatchResult,
     PipelineConfig,
@@ -25,7 +35,6 @@ from pipelines.log_pipeline import (
     run_follow,
     run_once,
 )
-from pipelines.projection import EpisodeState, episode_row, fold_episode, reward_rows, step_rows
 
 __all__ = [
     "CATEGORIES",

@@ -20,13 +20,16 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.metrics import Metrics
 
+from fold.rows import (
+    DERIVED_TABLES,
+    EVENT_COLUMNS,
+    event_row,
+    fold_events,
+)
 from ingest.kafka_sink import MAX_MESSAGE_BYTES
 from lake.store import CONFLICT_PREFIX, Lake, OffsetRange, WriteMode
-from pipelines.failures import failure_rows
-from pipelines.projection import episode_row, fold_episode, reward_rows, step_rows
-from pipelines.samples import sample_rows
-from schemas.codec import parse_event, parse_event_as_written
-from schemas.control import CONTROL_TABLES, control_row, stream_key, stream_kind
+from schemas.codec import parse_event_as_written
+from schemas.control import CONTROL_TABLES, control_row, stream_kind
 from schemas.errors import SchemaError
 from schemas.events import EventBase
 from schemas.tables import TABLES
@@ -211,48 +214,6 @@ class ReadKafkaRanges(beam.PTransform):  # type: ignore[type-arg]
 
 
 # ------------------------------------------------------------------ parse
-
-
-def event_row(
-    event: EventBase,
-    topic: str,
-    partition: int,
-    offset: int,
-    raw: dict[str, Any] | None = None,
-    written_version: int | None = None,
-) -> dict[str, Any]:
-    """The ``events`` row of a parsed event."""
-    ts: dt.datetime = event.ts
-    return {
-        "event_id": event.event_id,
-        "episode_id": event.episode_id,
-        "seq": event.seq,
-        "type": event.type,
-        "ts": ts,
-        "event_date": ts.date(),
-        "schema_version": written_version if written_version is not None else event.schema_version,
-        "producer": event.producer.model_dump_json(),
-        "payload": event.payload.model_dump_json(),
-        "topic": topic,
-        "partition": partition,
-        "offset": offset,
-    }
-
-
-def row_to_event(row: dict[str, Any]) -> EventBase:
-    """Rebuild the (upcast) event of an ``events`` row."""
-    ts = row["ts"]
-    return parse_event(
-        {
-            "event_id": row["event_id"],
-            "episode_id": row["episode_id"],
-            "seq": row["seq"],
-            "type": row["type"],
-            "ts": ts.isoformat() if isinstance(ts, dt.datetime) else ts,
-            "producer": json.loads(row["producer"]),
-            "payload": json.loads(row["payload"]),
-        }
-    )
 
 
 def check_stream_topic(event: EventBase, topic: str, control_topics: Mapping[str, str]) -> None:
@@ -595,68 +556,15 @@ class ResolveStoredEvents(beam.PTransform):  # type: ignore[type-arg]
 # ------------------------------------------------------------------ assemble
 
 
-EPISODE_TABLES = ("episodes", "steps", "rewards", "failures", "samples")
-"""The tables folded from episodes."""
-DERIVED_TABLES = (*EPISODE_TABLES, *CONTROL_TABLES)
-"""Every table ``AssembleEpisodes`` emits rows of."""
 DEAD_LETTER_TAG = "dead_letter"
-FOLD_ERROR = "fold failed: "
-"""How the error of a stream the fold could not assemble starts (its ``quarantine`` row)."""
-
-
-def assemble(episode_id: str, rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Rows of the derived tables for one stream (an episode, or a control stream), from its ``events`` rows.
-
-    A control stream is one row of its table: the row its first (checkpoints)
-    or latest (admissions) event in the log records.
-    """
-    stream = stream_kind(episode_id)
-    if stream is not None:
-        # by log position, never by the producer's clock: one stream is one key, so one partition
-        ordered = sorted(rows, key=lambda r: (r["topic"], r["partition"], r["offset"]))
-        if not ordered:
-            return {}
-        # a checkpoint is recorded once: its first event stands; an admission is re-run: its latest
-        pick = ordered[0] if stream.first_wins else ordered[-1]
-        return {stream.table: [control_row(row_to_event(pick))[1]]}
-    state = fold_episode(episode_id, (row_to_event(r) for r in rows))
-    return {
-        "episodes": [episode_row(state)],
-        "steps": step_rows(state),
-        "rewards": reward_rows(state),
-        "failures": failure_rows(state),
-        "samples": sample_rows(state),
-    }
-
-
-def dead_letter(episode_id: str, rows: list[dict[str, Any]], exc: BaseException) -> dict[str, Any]:
-    """The ``quarantine`` row of a stream whose events could not be folded.
-
-    Keyed by the log position of the stream's first event (a stream failing again
-    rewrites the same row); its ``raw`` value
-    lists the stream's event ids, so nothing is lost and the stream can be
-    folded again once the cause is fixed (``trajlake replay``).
-    """
-    last = min(rows, key=lambda r: (r["topic"], r["partition"], r["offset"]))
-    return {
-        "topic": last["topic"],
-        "partition": last["partition"],
-        "offset": last["offset"],
-        "key": episode_id.encode(),
-        "raw": json.dumps(
-            {"episode_id": episode_id, "event_ids": sorted(r["event_id"] for r in rows)}
-        ).encode(),
-        "error": f"{FOLD_ERROR}{episode_id[:200]}: {type(exc).__name__}: {exc}"[:4000],
-        "error_fields": ["<fold>"],
-        "kafka_ts": None,
-    }
 
 
 class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
-    """Chunks of ``(episode_id, [events rows])`` -> lists of rows of each derived table, and dead letters.
+    """Chunks of ``(episode ids, their events rows in an Arrow table)`` -> derived tables' rows, dead letters.
 
-    Every output element is a list (one per chunk of episodes and table), so the writes
-    stage one file per chunk and nothing is batched after the fold.
+    The fold is :func:`fold.rows.fold_events`. Every output element is one Arrow table (one
+    per chunk of episodes and table), so the writes stage one file per chunk and nothing is
+    batched after the fold.
 
     A stream whose fold raises (an event the parser accepted but the projection
     cannot use) goes to the ``dead_letter`` output as a ``quarantine`` row, and
@@ -668,25 +576,16 @@ class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
     def expand(self, grouped: Any) -> Any:
         failed = Metrics.counter("AssembleEpisodes", "dead_letters")
 
-        def emit(chunk: list[tuple[str, list[dict[str, Any]]]]) -> Iterator[tuple[str, list[Any]]]:
-            lists: dict[str, list[Any]] = {}
-            for episode_id, rows in chunk:
-                # no rows when its events are gone (a conflict lost to an earlier copy): its rows go too
-                out: dict[str, list[dict[str, Any]]] = {}
-                stream = stream_kind(episode_id)
-                if not rows and stream is not None:
-                    lists.setdefault(f"removed_{stream.table}", []).append(stream_key(episode_id))
-                if rows:
-                    try:
-                        out = assemble(episode_id, rows)
-                    except Exception as exc:  # noqa: BLE001 - one unfoldable stream never stops the batch
-                        failed.inc()
-                        lists.setdefault(DEAD_LETTER_TAG, []).append(dead_letter(episode_id, rows, exc))
-                        lists.setdefault("failed", []).append(episode_id)
-                for name, table_rows in out.items():
-                    lists.setdefault(name, []).extend(table_rows)
-            for name, got in lists.items():
-                yield name, Rows(got)
+        def emit(chunk: tuple[list[str], pa.Table]) -> Iterator[tuple[str, Any]]:
+            done = fold_events(*chunk)
+            failed.inc(len(done.failed))
+            for name, table in done.tables.items():
+                yield name, table
+            if done.dead_letters:
+                yield DEAD_LETTER_TAG, Rows(done.dead_letters)
+                yield "failed", Rows(done.failed)
+            for name, keys in done.removed.items():
+                yield f"removed_{name}", Rows(keys)
 
         removed = [f"removed_{t}" for t in CONTROL_TABLES]
         folded = grouped | "Fold" >> beam.FlatMap(emit)
@@ -694,26 +593,22 @@ class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
 
 
 class _LoadEpisodesFn(beam.DoFn):
-    """Episode ids -> chunks of ``(episode_id, rows)`` with every event of the episode in ``events``."""
+    """Episode ids -> chunks of ``(episode ids, every events row of those episodes as an Arrow table)``."""
 
     def __init__(self, lake_root: str | Lake, chunk: int = 500) -> None:
         self.lake_root = lake_root
         self.chunk = chunk
 
-    def process(self, episode_ids: list[str]) -> Iterator[list[tuple[str, list[dict[str, Any]]]]]:
+    def process(self, episode_ids: list[str]) -> Iterator[tuple[list[str], pa.Table]]:
         lake = as_lake(self.lake_root)
         ids = sorted(set(episode_ids))
         for i in range(0, len(ids), self.chunk):
             part = ids[i : i + self.chunk]
-            table = lake.read_episodes_events(part)
-            grouped: dict[str, list[dict[str, Any]]] = {e: [] for e in part}
-            for row in table.to_pylist():
-                grouped[row["episode_id"]].append(row)
-            yield Rows(grouped.items())
+            yield part, lake.read_episodes_events(part).select([*EVENT_COLUMNS, "producer"])
 
 
 class LoadTouchedEpisodes(beam.PTransform):  # type: ignore[type-arg]
-    """A list of touched episode ids -> chunks of ``(episode_id, all its events rows)``."""
+    """Touched episode ids -> chunks of ``(episode ids, all their events rows in an Arrow table)``."""
 
     def __init__(self, lake_root: str | Lake) -> None:
         super().__init__()
@@ -734,18 +629,23 @@ class _StageFn(beam.DoFn):
         self.table = table
         self.stage_id = stage_id
 
-    def process(self, rows: list[dict[str, Any]]) -> Iterator[str]:
+    def process(self, rows: list[dict[str, Any]] | pa.Table) -> Iterator[str]:
         import uuid
 
         import pyarrow.parquet as pq
 
-        if not rows:
+        schema = TABLES[self.table]
+        if isinstance(rows, pa.Table):  # the fold's output
+            table = rows if rows.schema.equals(schema) else rows.cast(schema)
+        else:
+            table = pa.Table.from_pylist(rows, schema=schema)
+        if not table.num_rows:
             return
         fs, base = as_lake(self.lake_root).staging()
         directory = f"{base}/{self.stage_id}/{self.table}"
         fs.create_dir(directory, recursive=True)
         path = f"{directory}/part-{uuid.uuid4().hex}.parquet"
-        pq.write_table(pa.Table.from_pylist(rows, schema=TABLES[self.table]), path, filesystem=fs)
+        pq.write_table(table, path, filesystem=fs)
         yield path
 
 

@@ -29,11 +29,11 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from fold.rows import EPISODE_TABLES
 from lake.check import refuse_damaged
 from lake.errors import LakeError
 from lake.store import COMPACT_MIN_FILES, PIPELINE_TABLES, Lake, OffsetRange, app_id, held_snapshots
 from pipelines.beam_stages import (
-    EPISODE_TABLES,
     AssembleEpisodes,
     DedupEvents,
     LoadTouchedEpisodes,

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from fold.rows import row_to_event
 from ingest.blobs import BlobStore
 from ingest.errors import IngestError
 from ingest.sink import EventSink, Receipt
@@ -43,7 +44,6 @@ from judges.context import JudgeContext
 from judges.registry import Judge, build_judge
 from judges.tasks import Task
 from lake.store import Lake, sql_literal
-from pipelines.beam_stages import row_to_event
 from pipelines.errors import PipelineError
 from sandboxes.errors import SandboxError
 from sandboxes.pool import SandboxPool

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import apache_beam as beam
+import pyarrow as pa
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
@@ -13,11 +14,12 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from kafka import KafkaProducer
 
+from fold.rows import EPISODE_TABLES, event_row, row_to_event
 from ingest.kafka_broker import EmbeddedKafka
 from lake import Lake, OffsetRange
 from pipelines import AssembleEpisodes, DedupEvents, ParseAndValidate, ReadKafkaRanges, WriteDelta
-from pipelines.beam_stages import event_row, row_to_event
 from schemas import parse_event
+from schemas.tables import TABLES
 from tests.pipelines.factories import call, ended, model, result, reward, started, wire
 
 
@@ -82,27 +84,29 @@ def test_assemble_episodes_emits_rows_of_every_derived_table() -> None:
         ended("e1", 4, "failure"),
     ]
     rows = [event_row(parse_event(d), "trajlake.episodes", 0, i) for i, d in enumerate(docs)]
+    events = pa.Table.from_pylist(rows, schema=TABLES["events"])
     with pipeline() as p:
-        # a chunk of episodes in; per table, one list of rows per chunk out
-        out = p | beam.Create([[("e1", rows)]]) | AssembleEpisodes()
+        # a chunk of episodes and their events in; per table, one Arrow table per chunk out
+        got = p | beam.Create([(["e1"], events)]) | AssembleEpisodes()
+        out = {n: got[n] | f"Rows_{n}" >> beam.Map(lambda t: t.to_pylist()) for n in EPISODE_TABLES}
         assert_that(
-            out.episodes
+            out["episodes"]
             | beam.FlatMap(lambda rs: [(r["episode_id"], r["status"], r["completeness"]) for r in rs]),
             equal_to([("e1", "failure", "complete")]),
             label="episodes",
         )
         assert_that(
-            out.steps | beam.Map(lambda rs: [r["seq"] for r in rs]),
+            out["steps"] | beam.Map(lambda rs: [r["seq"] for r in rs]),
             equal_to([[0, 1, 2, 3, 4]]),
             label="steps",
         )
         assert_that(
-            out.rewards | beam.FlatMap(lambda rs: [(r["judge_version"], r["verdict"]) for r in rs]),
+            out["rewards"] | beam.FlatMap(lambda rs: [(r["judge_version"], r["verdict"]) for r in rs]),
             equal_to([("v1", "fail")]),
             label="rewards",
         )
         assert_that(
-            out.failures | beam.FlatMap(lambda rs: [(r["category"], r["failing_seq"]) for r in rs]),
+            out["failures"] | beam.FlatMap(lambda rs: [(r["category"], r["failing_seq"]) for r in rs]),
             equal_to([("test_failure", 2)]),
             label="failures",
         )
@@ -158,7 +162,11 @@ def test_load_touched_episodes_brings_every_event_of_each_episode(tmp_path: Path
     lake.write("events", pa.Table.from_pylist(rows, schema=TABLES["events"]), mode="insert_new")
     with pipeline() as p:
         out = p | beam.Create([["e1", "e3", "e9"]]) | LoadTouchedEpisodes(str(tmp_path))
-        got = out | beam.FlatMap(lambda chunk: [(e, sorted(r["seq"] for r in rows)) for e, rows in chunk])
+        # a chunk: the episode ids asked for and every events row of theirs, in one Arrow table
+        got = out | beam.FlatMap(
+            lambda chunk: [(e, sorted(r["seq"] for r in chunk[1].to_pylist() if r["episode_id"] == e))
+                           for e in chunk[0]]
+        )  # fmt: skip
         assert_that(got, equal_to([("e1", [0, 1, 2]), ("e3", [0]), ("e9", [])]))
 
 

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
+from fold.rows import FOLD_ERROR, assemble, dead_letter
 from ingest.kafka_broker import EmbeddedKafka
 from ingest.publish import publish_events
 from lake import Lake, consistent_versions, diff_lakes
 from learners.checkpoints import CheckpointInfo, Lineage, lineage_chain, publish_checkpoint
 from pipelines import PipelineConfig, replay, run_once
-from pipelines.beam_stages import FOLD_ERROR, assemble, check_stream_topic, dead_letter
+from pipelines.beam_stages import check_stream_topic
 from schemas.codec import parse_event, serialize_event
 from schemas.control import CHECKPOINT, TASK, control_event, control_row, stream_kind
 from schemas.errors import SchemaError
@@ -127,7 +128,7 @@ def test_the_fold_takes_a_streams_latest_event_and_dead_letters_what_it_cannot_f
         {**json.loads(serialize_event(e)), "topic": "tasks", "partition": 0, "offset": i}
         for i, e in enumerate((again, first))
     ]
-    from pipelines.beam_stages import event_row
+    from fold.rows import event_row
 
     # the latest in the log wins (whatever the producers' clocks say); a checkpoint's first event stands
     stored = [event_row(e, "tasks", 0, i) for i, e in enumerate((first, again))]

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-import pipelines.beam_stages as stages
+import fold.rows as stages
+from fold.rows import FOLD_ERROR
 from ingest.kafka_broker import EmbeddedKafka
 from lake import Lake
 from pipelines import PipelineConfig, run_once
-from pipelines.beam_stages import FOLD_ERROR
 from tests.pipelines.factories import ended, model, started, wire
 from tests.pipelines.log_workload import produce
 

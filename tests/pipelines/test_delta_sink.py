@@ -8,9 +8,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
+from fold.projection import episode_row, fold_episode
+from fold.rows import event_row
 from lake import Lake, LakeError
-from pipelines.beam_stages import event_row
-from pipelines.projection import episode_row, fold_episode
 from schemas import TABLES, parse_event
 from tests.pipelines.factories import ended, started, typed
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from fold.rows import event_row
 from lake import Lake
 from lake.store import IN_PRUNE_MAX, KEY_RANGES_MAX, SCAN_LOG_ENV, _key_ranges, key_predicate
-from pipelines.beam_stages import event_row
 from schemas import TABLES, parse_event
 from tests.pipelines.factories import model
 

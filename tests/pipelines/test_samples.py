@@ -8,8 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from fold.samples import sample_rows
 from pipelines import fold_episode
-from pipelines.samples import sample_rows
 from schemas.tables import SAMPLES
 from tests.pipelines.factories import call, ended, model, result, reward, started, typed
 

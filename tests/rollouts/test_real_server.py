@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from fold.samples import sample_rows
 from judges import load_task
 from pipelines import fold_episode
-from pipelines.samples import sample_rows
 from rollouts.errors import PolicyUnavailableError
 from rollouts.policies import OpenAIChatPolicy
 from tests.pipelines.factories import model, started, typed

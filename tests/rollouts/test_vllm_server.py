@@ -31,9 +31,9 @@ from typing import Any
 import httpx
 import pytest
 
+from fold.samples import sample_rows
 from judges import load_task
 from pipelines import fold_episode
-from pipelines.samples import sample_rows
 from rollouts.policies import ModelCall, OpenAIChatPolicy
 from tests.pipelines.factories import model, started, typed
 from tests.rollouts.tiny_chat import chat_tokenizer

@@ -3,7 +3,7 @@
 Why an episode failed, at which step, and a signature under which identical
 failures cluster.
 
-Pure functions of an :class:`~pipelines.projection.EpisodeState`. Categories,
+Pure functions of an :class:`~fold.projection.EpisodeState`. Categories,
 checked in this order (the first that applies wins):
 
 ``infra_error``
@@ -35,8 +35,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipelines.projection import EpisodeState, RewardRecord
-from schemas.events import Annotation, EpisodeEnded, EventBase, ModelCall, SandboxEvent, ToolResult
+from fold.projection import EpisodeState, RewardRecord
+from fold.views import EventView
 
 CATEGORIES = (
     "test_failure",
@@ -88,58 +88,53 @@ def _failed_tests(evidence: Any) -> list[str]:
     return out
 
 
-def _last(state: EpisodeState, cls: type[EventBase], pred: Any = None) -> Any:
+def _last(state: EpisodeState, event_type: str, pred: Any = None) -> EventView | None:
     for e in reversed(state.steps):
-        if isinstance(e, cls) and (pred is None or pred(e)):
+        if e.type == event_type and (pred is None or pred(e.p)):
             return e
     return None
 
 
-def _tool_text(e: ToolResult) -> str:
-    return (e.payload.stderr.text + "\n" + e.payload.stdout.text).strip()
+def _tool_text(e: EventView) -> str:
+    return (e.p["stderr"]["text"] + "\n" + e.p["stdout"]["text"]).strip()  # type: ignore[no-any-return]
 
 
 def attribute(state: EpisodeState, reward: RewardRecord | None) -> tuple[str, int | None, str]:
     """``(category, failing seq, message)`` of a failed episode under one judgement."""
-    ended: EpisodeEnded | None = state.ended
-    status = ended.payload.status if ended is not None else None
+    ended = state.ended
+    status = ended.p["status"] if ended is not None else None
+    reason = ended.p["reason"] if ended is not None else None
     if status == "infra_error" or (reward is not None and reward.verdict == "error"):
-        crash = _last(state, SandboxEvent, lambda e: e.payload.action == "crashed")
+        crash = _last(state, "sandbox", lambda p: p["action"] == "crashed")
         if crash is not None:
-            return "infra_error", crash.seq, crash.payload.detail or "sandbox crashed"
+            return "infra_error", crash.seq, crash.p["detail"] or "sandbox crashed"
         if reward is not None and reward.verdict == "error":
             return "infra_error", reward.seq, f"judge {reward.judge_name} could not run"
-        msg = (ended.payload.reason if ended is not None else None) or "infrastructure error"
-        return "infra_error", ended.seq if ended is not None else None, msg
+        return "infra_error", ended.seq if ended is not None else None, reason or "infrastructure error"
     if reward is not None and "reward_hack_suspected" in reward.flags:
         return "reward_hack_suspected", reward.seq, "flags: " + ",".join(reward.flags)
-    timed_out = _last(state, ToolResult, lambda e: e.payload.timed_out)
+    timed_out = _last(state, "tool_result", lambda p: p["timed_out"])
     if status == "truncated":
-        reason = (ended.payload.reason or "") if ended is not None else ""
-        if "time" in reason.lower():
-            return "timeout", ended.seq if ended is not None else None, reason or "time limit"
-        return "max_steps", ended.seq if ended is not None else None, reason or "step limit"
+        why = reason or ""
+        if "time" in why.lower():
+            return "timeout", ended.seq if ended is not None else None, why or "time limit"
+        return "max_steps", ended.seq if ended is not None else None, why or "step limit"
     if timed_out is not None:
         return "timeout", timed_out.seq, _tool_text(timed_out) or "tool call timed out"
-    bad_call = _last(
-        state, ToolResult, lambda e: e.payload.error_kind in ("invalid_arguments", "unknown_tool")
-    )
-    fmt_note = _last(state, Annotation, lambda e: e.payload.key in ("format_error", "import.format_error"))
-    cut = _last(state, ModelCall, lambda e: e.payload.finish_reason == "length")
+    bad_call = _last(state, "tool_result", lambda p: p["error_kind"] in ("invalid_arguments", "unknown_tool"))
+    fmt_note = _last(state, "annotation", lambda p: p["key"] in ("format_error", "import.format_error"))
+    cut = _last(state, "model_call", lambda p: p["finish_reason"] == "length")
     for cand in (bad_call, fmt_note, cut):
         if cand is not None:
-            text = (
-                _tool_text(cand)
-                if isinstance(cand, ToolResult)
-                else (
-                    str(cand.payload.value)
-                    if isinstance(cand, Annotation)
-                    else "completion cut at the length limit"
-                )
-            )
+            if cand.type == "tool_result":
+                text = _tool_text(cand)
+            elif cand.type == "annotation":
+                text = str(cand.p["value"])
+            else:
+                text = "completion cut at the length limit"
             return "format_error", cand.seq, text
     failing_tool = _last(
-        state, ToolResult, lambda e: e.payload.exit_code not in (None, 0) or e.payload.error_kind is not None
+        state, "tool_result", lambda p: p["exit_code"] not in (None, 0) or p["error_kind"] is not None
     )
     if reward is not None:
         failed = _failed_tests(reward.evidence)
@@ -150,11 +145,7 @@ def attribute(state: EpisodeState, reward: RewardRecord | None) -> tuple[str, in
         return "test_failure", reward.seq, f"verdict {reward.verdict}, score {reward.score}"
     if failing_tool is not None:
         return "tool_error", failing_tool.seq, _tool_text(failing_tool)
-    return (
-        "test_failure",
-        ended.seq if ended is not None else None,
-        (ended.payload.reason if ended is not None and ended.payload.reason else f"status {status}"),
-    )
+    return "test_failure", ended.seq if ended is not None else None, reason or f"status {status}"
 
 
 NO_JUDGE = "-"
@@ -168,13 +159,13 @@ def failure_rows(state: EpisodeState) -> list[dict[str, Any]]:
     ``infra_error`` gets one row under the judge ``-``.
     """
     started = state.started
-    task_id = started.payload.task.id if started is not None else None
-    policy_version = started.payload.policy.version if started is not None else None
+    task_id = started.p["task"]["id"] if started is not None else None
+    policy_version = started.p["policy"]["version"] if started is not None else None
     rows = []
     judged: list[tuple[str, str, RewardRecord | None]] = [
         (name, version, r) for (name, version), r in sorted(state.rewards.items()) if r.verdict != "pass"
     ]
-    status = state.ended.payload.status if state.ended is not None else None
+    status = state.ended.p["status"] if state.ended is not None else None
     if not state.rewards and status in ("failure", "truncated", "infra_error"):
         judged.append((NO_JUDGE, NO_JUDGE, None))
     for name, version, reward in judged:

@@ -36,11 +36,13 @@ the log and in this table, excluded from training and counted.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.projection import EpisodeState
-from schemas.events import ModelCall, SamplingParams
+from fold.projection import EpisodeState
+from fold.views import EventView
+from schemas.events import SamplingParams
 
 LOGPROB_TOLERANCE = 1e-4
 """A recorded log-probability above this is not one (a rounding of 0 is allowed)."""
@@ -77,27 +79,25 @@ class SamplingTransform:
     """Why the completions cannot be re-scored under the distribution they were drawn from."""
 
 
-def sampling_transform(sp: SamplingParams) -> SamplingTransform:
-    """The transform recorded in ``episode_started``'s sampling parameters."""
-    extra = sp.extra or {}
+def sampling_transform(sp: SamplingParams | Mapping[str, Any]) -> SamplingTransform:
+    """The transform recorded in ``episode_started``'s sampling parameters (the model or its JSON)."""
+    if isinstance(sp, SamplingParams):
+        sp = sp.model_dump(mode="json")
+    extra = sp.get("extra") or {}
     k = _number(extra.get("top_k"))
     top_k = int(k) if k is not None and 0 < k < 2**31 else None  # 0 and -1 switch top-k off
-    t = sp.temperature
+    t = sp.get("temperature")
+    top_p = sp.get("top_p")
     distorted = extra.get("logit_bias") or any(
         (v := _number(extra.get(name))) is not None and v != neutral for name, neutral in DISTORTING.items()
     )
     problem: str | None = None
     if extra.get("greedy") or (t is not None and t < MIN_TEMPERATURE):
         problem = "greedy_decoding"  # temperature 0 is greedy decoding too
-    elif (
-        (t is not None and t > MAX_TEMPERATURE)
-        or (sp.top_p is not None and sp.top_p < 1.0)
-        or top_k
-        or distorted
-    ):
+    elif (t is not None and t > MAX_TEMPERATURE) or (top_p is not None and top_p < 1.0) or top_k or distorted:
         problem = "unsupported_sampling"
     temperature = float(t) if t is not None and MIN_TEMPERATURE <= t <= MAX_TEMPERATURE else 1.0
-    return SamplingTransform(temperature, sp.top_p, top_k, problem)
+    return SamplingTransform(temperature, top_p, top_k, problem)
 
 
 @dataclass
@@ -109,7 +109,7 @@ class _Sequence:
     response: list[int] = field(default_factory=list)
     mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
-    calls: list[ModelCall] = field(default_factory=list)
+    calls: list[EventView] = field(default_factory=list)
     problem: str | None = None
 
     @property
@@ -117,33 +117,33 @@ class _Sequence:
         return self.prompt + self.response
 
 
-def _call_problem(call: ModelCall) -> str | None:
-    p = call.payload
-    ids, logprobs = p.completion_token_ids, p.completion_logprobs
-    if not p.prompt_token_ids or not ids or not logprobs or len(ids) != len(logprobs):
+def _call_problem(call: EventView) -> str | None:
+    p = call.p
+    ids, logprobs = p["completion_token_ids"], p["completion_logprobs"]
+    if not p["prompt_token_ids"] or not ids or not logprobs or len(ids) != len(logprobs):
         return "no_token_data"
     if any(not LOGPROB_FLOOR <= lp <= LOGPROB_TOLERANCE for lp in logprobs):
         return "invalid_logprobs"
     return None
 
 
-def semantics_problem(how: SamplingTransform, call: ModelCall) -> str | None:
+def semantics_problem(how: SamplingTransform, call: EventView) -> str | None:
     """Why ``call``'s log-probabilities are not of the distribution its tokens were drawn from."""
     if how.problem is not None or how.temperature == 1.0:
         return None  # excluded already, or the identity transform: every kind of log-prob agrees
-    served = call.payload.served_by
-    semantics = served.logprob_semantics if served is not None else None
+    served = call.p["served_by"]
+    semantics = served.get("logprob_semantics") if served is not None else None
     if semantics in ("processed", "scaled"):
         return None  # the temperature is the whole transform here (anything more is unsupported)
     return "raw_logprobs" if semantics == "raw" else "unknown_logprob_semantics"
 
 
-def split_sequences(calls: list[ModelCall]) -> list[_Sequence]:
+def split_sequences(calls: list[EventView]) -> list[_Sequence]:
     """The model calls of one episode (in ``seq`` order) as training sequences."""
     out: list[_Sequence] = []
     current: _Sequence | None = None
     for call in calls:
-        p = call.payload
+        p = call.p
         problem = _call_problem(call)
         if problem is not None:
             # kept as its own row so that the exclusion is counted; the next call starts afresh
@@ -151,9 +151,9 @@ def split_sequences(calls: list[ModelCall]) -> list[_Sequence]:
                                  calls=[call], problem=problem))  # fmt: skip
             current = None
             continue
-        prompt = list(p.prompt_token_ids or [])
-        completion = list(p.completion_token_ids or [])
-        logprobs = [float(x) for x in p.completion_logprobs or []]
+        prompt = list(p["prompt_token_ids"] or [])
+        completion = list(p["completion_token_ids"] or [])
+        logprobs = [float(x) for x in p["completion_logprobs"] or []]
         if current is not None:
             history = current.history
             if prompt[: len(history)] == history:
@@ -171,20 +171,21 @@ def split_sequences(calls: list[ModelCall]) -> list[_Sequence]:
     return out
 
 
-def _message(m: Any) -> dict[str, Any]:
-    return dict(m.model_dump(mode="json", exclude_none=True))
+def _message(m: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat message as its model dumps it without its unset (``None``) fields."""
+    return {k: v for k, v in m.items() if v is not None}
 
 
-def _assistant(call: ModelCall) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": call.payload.completion}
-    if call.payload.tool_calls:
-        msg["tool_calls"] = call.payload.tool_calls
+def _assistant(call: EventView) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": call.p["completion"]}
+    if call.p["tool_calls"]:
+        msg["tool_calls"] = call.p["tool_calls"]
     return msg
 
 
-def _response_messages(calls: list[ModelCall]) -> list[dict[str, Any]]:
+def _response_messages(calls: list[EventView]) -> list[dict[str, Any]]:
     """The conversation after the first call's prompt: the later calls' new messages and the replies."""
-    first, last = calls[0].payload.messages, calls[-1].payload.messages
+    first, last = calls[0].p["messages"], calls[-1].p["messages"]
     if len(calls) > 1 and first is not None and last is not None and list(last[: len(first)]) == list(first):
         return [_message(m) for m in last[len(first) :]] + [_assistant(calls[-1])]
     return [_assistant(c) for c in calls]
@@ -192,14 +193,14 @@ def _response_messages(calls: list[ModelCall]) -> list[dict[str, Any]]:
 
 def sample_rows(state: EpisodeState) -> list[dict[str, Any]]:
     """The ``samples`` rows of an episode (none when it made no model call)."""
-    calls = [e for e in state.steps if isinstance(e, ModelCall)]
+    calls = [e for e in state.steps if e.type == "model_call"]
     if not calls:
         return []
-    sp = state.started.payload if state.started is not None else None
-    how = sampling_transform(sp.sampling if sp is not None else SamplingParams())
+    sp = state.started.p if state.started is not None else None
+    how = sampling_transform(sp["sampling"] if sp is not None else {})
     rows = []
     for i, s in enumerate(split_sequences(calls)):
-        first = s.calls[0].payload.messages
+        first = s.calls[0].p["messages"]
         rows.append(
             {
                 "episode_id": state.episode_id,
@@ -211,10 +212,10 @@ def sample_rows(state: EpisodeState) -> list[dict[str, Any]]:
                 "problem": s.problem
                 or how.problem
                 or next((p for c in s.calls if (p := semantics_problem(how, c)) is not None), None),
-                "task_id": sp.task.id if sp else None,
-                "task_family": sp.task.family if sp else None,
-                "group_id": sp.group_id if sp else None,
-                "policy_version": sp.policy.version if sp else None,
+                "task_id": sp["task"]["id"] if sp else None,
+                "task_family": sp["task"]["family"] if sp else None,
+                "group_id": sp["group_id"] if sp else None,
+                "policy_version": sp["policy"]["version"] if sp else None,
                 "temperature": how.temperature,
                 "top_p": how.top_p,
                 "top_k": how.top_k,
