@@ -488,6 +488,8 @@ class Lake:
             return pa.Table.from_pylist([], TABLES["events"])
         dt = self.table("events", version)
         version = int(dt.version())
+        if not pa.table(dt.get_add_actions(flatten=True)).num_rows:
+            return pa.Table.from_pylist([], TABLES["events"])  # no file yet: nothing to find
         ids = sorted(set(event_ids))
         hits: list[str] = []
         for i in range(0, len(ids), IN_LIST_MAX):  # bounded IN lists (see read_episodes_rows)
@@ -840,13 +842,39 @@ def _key_ranges(vals: Sequence[Any], most: int) -> list[tuple[Any, Any]]:
             return -float(len(os.path.commonprefix([a, b])))
         return float(b - a)
 
-    score = {i: gap(vals[i - 1], vals[i]) for i in range(1, len(vals))}
+    gaps = _prefix_gaps(vals)
+    if gaps is None:
+        gaps = [gap(vals[i - 1], vals[i]) for i in range(1, len(vals))]
+    score = dict(enumerate(gaps, start=1))
     narrowest = min(score.values(), default=0.0)
     wide = sorted((i for i in score if score[i] > narrowest), key=lambda i: score[i], reverse=True)
     cuts = sorted(wide[: most - 1])  # only gaps wider than neighbours' usual distance
     starts = [0, *cuts]
     ends = [*cuts, len(vals)]
     return [(vals[a], vals[b - 1]) for a, b in zip(starts, ends, strict=True)]
+
+
+def _prefix_gaps(vals: Sequence[Any]) -> list[float] | None:
+    """``-len(common prefix)`` of each neighbouring pair of ASCII strings, at once (else ``None``).
+
+    What :func:`_key_ranges` asks of every pair of a batch's sorted keys (50,000 event ids: a
+    third of a second one pair at a time).
+    """
+    if len(vals) < 2 or not all(isinstance(v, str) and "\0" not in v for v in vals):
+        return None  # (a NUL would read as the padding of a shorter string)
+    import numpy as np
+
+    try:
+        arr = np.array(vals, dtype="S")  # ASCII only: another character raises
+    except UnicodeEncodeError:
+        return None
+    width = arr.dtype.itemsize
+    if width == 0:
+        return None
+    m = arr.view(np.uint8).reshape(len(vals), width)
+    diff = m[1:] != m[:-1]
+    first = np.where(diff.any(axis=1), diff.argmax(axis=1), width)
+    return [-float(x) for x in first.tolist()]
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -53,16 +53,51 @@ class Rows(list):  # type: ignore[type-arg]
     __slots__ = ()
 
 
-class _ReadRangeFn(beam.DoFn):
-    """Reads one offset range with a Python Kafka consumer; yields batches of records.
+READ_CLIENTS = ("auto", "kafka-python", "confluent")
+"""The Kafka clients the pipeline reads with (``auto``: see :func:`read_client`)."""
 
-    One consumer per worker serves every range it is given (assigned one partition at a
-    time): a new consumer per range spent tens of milliseconds connecting, each time.
+
+def read_client(name: str = "auto") -> str:
+    """The client a read uses: ``name``, or for ``auto`` the one ``TRAJLAKE_KAFKA_CLIENT`` names.
+
+    Where it names none: librdkafka's (``confluent-kafka``) where installed, else kafka-python.
+
+    Raises:
+        ValueError: an unknown client, or ``confluent`` without ``confluent-kafka`` installed.
+    """
+    import os
+
+    if name == "auto":
+        name = os.environ.get("TRAJLAKE_KAFKA_CLIENT", "")
+        if not name:
+            try:
+                import confluent_kafka  # noqa: F401
+            except ImportError:
+                return "kafka-python"
+            return "confluent"
+    if name not in READ_CLIENTS[1:]:
+        raise ValueError(f"unknown Kafka client {name!r}: one of {', '.join(READ_CLIENTS)}")
+    if name == "confluent":
+        try:
+            import confluent_kafka  # noqa: F401
+        except ImportError as exc:
+            raise ValueError(
+                "the confluent Kafka client needs confluent-kafka: pip install 'trajlake[confluent]'"
+            ) from exc
+    return name
+
+
+class _ReadRangeFn(beam.DoFn):
+    """Reads offset ranges with a Kafka consumer (kafka-python's or librdkafka's); yields batches of records.
+
+    One consumer per worker serves every range it is given: a new consumer per range spent
+    tens of milliseconds connecting, each time.
     """
 
-    def __init__(self, bootstrap: str, batch_size: int) -> None:
+    def __init__(self, bootstrap: str, batch_size: int, client: str = "kafka-python") -> None:
         self.bootstrap = bootstrap
         self.batch_size = batch_size
+        self.client = client
         self.records = Metrics.counter("ReadKafkaRanges", "records")
         self._consumers: dict[int, Any] = {}  # by thread: a runner may call one instance from several
 
@@ -75,7 +110,25 @@ class _ReadRangeFn(beam.DoFn):
         from kafka import KafkaConsumer
 
         me = threading.get_ident()
-        if me not in self._consumers:
+        if me not in self._consumers and self.client == "confluent":
+            from confluent_kafka import Consumer
+
+            self._consumers[me] = Consumer(
+                {
+                    "bootstrap.servers": self.bootstrap,
+                    "group.id": "trajlake-range-reader",  # never joined: ranges are assigned
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    # below the log's start: an error that fails the batch, never a jump
+                    "auto.offset.reset": "error",
+                    "enable.partition.eof": True,
+                    "fetch.wait.max.ms": 10,
+                    "max.partition.fetch.bytes": 2 * MAX_MESSAGE_BYTES,
+                    "fetch.max.bytes": 64 << 20,
+                    "isolation.level": "read_uncommitted",  # what kafka-python reads
+                }
+            )
+        elif me not in self._consumers:
             self._consumers[me] = KafkaConsumer(
                 bootstrap_servers=self.bootstrap.split(","),
                 enable_auto_commit=False,
@@ -118,6 +171,9 @@ class _ReadRangeFn(beam.DoFn):
             raise ValueError(f"a read unit names a partition twice: {rngs}")
         if not wanted:
             return
+        if self.client == "confluent":
+            yield from self._read_confluent(rngs)
+            return
         consumer = self._open()
         ok = False
         try:
@@ -150,6 +206,68 @@ class _ReadRangeFn(beam.DoFn):
                         # partition's half-read fetch and, the consumer reused, a later read of that
                         # partition would wait on it for ever.
                         consumer.assign(sorted(reading))
+            if batch:
+                self.records.inc(len(batch))
+                yield batch
+            ok = True
+        finally:
+            if not ok:  # a failed or abandoned read: the next range starts from a new consumer
+                self._close()
+
+    def _read_confluent(self, rngs: list[OffsetRange]) -> Iterator[list[Record]]:
+        """:meth:`process` on librdkafka: records as they come, each partition until its range's end.
+
+        A partition is done at the first record at or past its end, or at the log's end (a range
+        whose last offsets are no records, a transaction marker say); its position is then
+        dropped from the assignment so that nothing past the end is fetched for nothing.
+        """
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        consumer = self._open()
+        ends = {(r.topic, r.partition): r.end for r in rngs}
+        nxt = {(r.topic, r.partition): r.start for r in rngs}
+        ok = False
+        try:
+            consumer.assign([TopicPartition(r.topic, r.partition, r.start) for r in rngs])
+            reading = set(ends)
+            batch: list[Record] = Rows()
+            while reading:
+                done = []
+                for m in consumer.consume(num_messages=10000, timeout=1.0):
+                    key = (m.topic(), m.partition())
+                    err = m.error()
+                    if err is not None:
+                        if err.code() != KafkaError._PARTITION_EOF:
+                            raise KafkaException(err)
+                        if key in reading:
+                            if m.offset() < ends[key]:
+                                raise LookupError(
+                                    f"{key[0]}[{key[1]}] ends at offset {m.offset()}, before the "
+                                    f"planned range's end {ends[key]} (records lost by the broker?)"
+                                )
+                            done.append(key)
+                        continue
+                    if key not in reading:
+                        continue
+                    off = m.offset()
+                    if off < nxt[key]:
+                        continue  # (never seen: a fetch from before the assignment; read already)
+                    if off >= ends[key]:
+                        done.append(key)
+                        continue
+                    ts_type, ts = m.timestamp()
+                    batch.append((key[0], key[1], off, m.key(), m.value(), ts if ts_type else None))
+                    nxt[key] = off + 1
+                    if off + 1 >= ends[key]:
+                        done.append(key)
+                    if len(batch) >= self.batch_size:
+                        self.records.inc(len(batch))
+                        yield batch
+                        batch = Rows()
+                if done:
+                    reading.difference_update(done)
+                    if reading:  # the rest from where it stands: nothing more fetched for the others
+                        consumer.assign([TopicPartition(t, p, nxt[(t, p)]) for t, p in sorted(reading)])
             if batch:
                 self.records.inc(len(batch))
                 yield batch
@@ -196,11 +314,14 @@ def read_units(ranges: Iterable[OffsetRange], chunk: int) -> list[tuple[OffsetRa
 class ReadKafkaRanges(beam.PTransform):  # type: ignore[type-arg]
     """A bounded read of explicit offset ranges: ``OffsetRange`` -> batches of records."""
 
-    def __init__(self, bootstrap: str, *, batch_size: int = 1000, chunk: int = 50_000) -> None:
+    def __init__(
+        self, bootstrap: str, *, batch_size: int = 1000, chunk: int = 50_000, client: str = "auto"
+    ) -> None:
         super().__init__()
         self.bootstrap = bootstrap
         self.batch_size = batch_size
         self.chunk = chunk
+        self.client = read_client(client)
 
     def expand(self, ranges: Any) -> Any:
         return (
@@ -209,7 +330,7 @@ class ReadKafkaRanges(beam.PTransform):  # type: ignore[type-arg]
             | "Together" >> beam.GroupByKey()
             | "Units" >> beam.FlatMapTuple(lambda _, rs: read_units(rs, self.chunk))
             | "Spread" >> beam.Reshuffle()
-            | "Read" >> beam.ParDo(_ReadRangeFn(self.bootstrap, self.batch_size))
+            | "Read" >> beam.ParDo(_ReadRangeFn(self.bootstrap, self.batch_size, self.client))
         )
 
 

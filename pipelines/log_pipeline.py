@@ -102,6 +102,10 @@ class PipelineConfig:
     the stderr they inherit); ``None`` leaves it on stderr."""
     floor: dict[tuple[str, int], int] = field(default_factory=dict)
     """Lowest start offset per (topic, partition) (``replay --from-time``)."""
+    kafka_client: str = "auto"
+    """The Kafka client the batch reads with: ``kafka-python``, ``confluent`` (librdkafka: about
+    five times faster to read 50k records here), or ``auto`` (``TRAJLAKE_KAFKA_CLIENT`` where
+    set, else ``confluent`` where ``confluent-kafka`` is installed, else ``kafka-python``)."""
 
     def lake(self) -> Lake:
         """The lake this pipeline writes."""
@@ -309,7 +313,11 @@ def build(p: Any, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -
     lake = cfg.lake()
     txns = {app_id(cfg.name, r.topic, r.partition): r.last for r in ranges}
 
-    batches = p | "Ranges" >> beam.Create(ranges) | "ReadKafka" >> ReadKafkaRanges(cfg.bootstrap)
+    batches = (
+        p
+        | "Ranges" >> beam.Create(ranges)
+        | "ReadKafka" >> ReadKafkaRanges(cfg.bootstrap, client=cfg.kafka_client)
+    )
     parsed = batches | "ParseAndValidate" >> ParseAndValidate(cfg.control_topics)
     deduped = parsed.events | "DedupEvents" >> DedupEvents()
     resolved = deduped | "ResolveStoredEvents" >> ResolveStoredEvents(lake)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import apache_beam as beam
@@ -21,6 +22,9 @@ from pipelines import AssembleEpisodes, DedupEvents, ParseAndValidate, ReadKafka
 from schemas import parse_event
 from schemas.tables import TABLES
 from tests.pipelines.factories import call, ended, model, result, reward, started, wire
+
+READ_CLIENTS = ("kafka-python", "confluent")
+"""Both Kafka clients the pipeline reads with."""
 
 
 def pipeline() -> BeamTestPipeline:
@@ -170,8 +174,9 @@ def test_load_touched_episodes_brings_every_event_of_each_episode(tmp_path: Path
         assert_that(got, equal_to([("e1", [0, 1, 2]), ("e3", [0]), ("e9", [])]))
 
 
+@pytest.mark.parametrize("client", READ_CLIENTS)
 def test_one_reader_serves_ranges_in_any_order_and_threads_get_their_own_consumer(
-    kafka: EmbeddedKafka, topic: str
+    kafka: EmbeddedKafka, topic: str, client: str
 ) -> None:
     import pickle
     import threading
@@ -183,7 +188,7 @@ def test_one_reader_serves_ranges_in_any_order_and_threads_get_their_own_consume
         prod.send(topic, key=b"k", value=json.dumps({"i": i}).encode(), partition=i % 2)
     prod.flush()
     prod.close()
-    fn = _ReadRangeFn(kafka.bootstrap, batch_size=7)
+    fn = _ReadRangeFn(kafka.bootstrap, batch_size=7, client=client)
 
     def read(rng: OffsetRange) -> list[tuple[int, int]]:
         return [(r[1], r[2]) for b in fn.process(rng) for r in b]
@@ -220,7 +225,10 @@ def test_read_units_pack_small_ranges_together_and_cut_large_ones() -> None:
 
 
 @pytest.mark.kafka
-def test_one_unit_reads_several_partitions_to_their_ends(kafka: EmbeddedKafka, topic: str) -> None:
+@pytest.mark.parametrize("client", READ_CLIENTS)
+def test_one_unit_reads_several_partitions_to_their_ends(
+    kafka: EmbeddedKafka, topic: str, client: str
+) -> None:
     from pipelines.beam_stages import _ReadRangeFn
 
     prod = KafkaProducer(bootstrap_servers=kafka.bootstrap)
@@ -228,7 +236,7 @@ def test_one_unit_reads_several_partitions_to_their_ends(kafka: EmbeddedKafka, t
         prod.send(topic, key=b"k", value=json.dumps({"i": i}).encode(), partition=i % 2)
     prod.flush()
     prod.close()
-    fn = _ReadRangeFn(kafka.bootstrap, batch_size=8)
+    fn = _ReadRangeFn(kafka.bootstrap, batch_size=8, client=client)
     unit = (OffsetRange(topic, 0, 3, 40), OffsetRange(topic, 1, 10, 11))
     for _ in range(2):  # the consumer (with partitions paused by the first read) serves the next
         got = [(r[1], r[2]) for b in fn.process(unit) for r in b]
@@ -240,8 +248,9 @@ def test_one_unit_reads_several_partitions_to_their_ends(kafka: EmbeddedKafka, t
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("client", READ_CLIENTS)
 def test_a_reused_reader_reads_a_partition_again_after_a_unit_left_its_fetch_half_read(
-    kafka: EmbeddedKafka, topic: str
+    kafka: EmbeddedKafka, topic: str, client: str
 ) -> None:
     # A unit whose partitions end at different polls leaves fetched records of the one that
     # finished first; the same consumer must read that partition again in a later unit (with
@@ -257,7 +266,7 @@ def test_a_reused_reader_reads_a_partition_again_after_a_unit_left_its_fetch_hal
             prod.send(topic, key=b"k", value=b"x%d" % i, partition=p)
     prod.flush()
     prod.close()
-    fn = _ReadRangeFn(kafka.bootstrap, batch_size=100_000)
+    fn = _ReadRangeFn(kafka.bootstrap, batch_size=100_000, client=client)
     units = [(OffsetRange(topic, 0, 0, 5000), OffsetRange(topic, 1, 0, 5000)),
              (OffsetRange(topic, 0, 5000, 10_000),), (OffsetRange(topic, 1, 5000, 10_000),),
              (OffsetRange(topic, 0, 10_000, 12_000), OffsetRange(topic, 1, 10_000, 12_000))]  # fmt: skip
@@ -272,4 +281,31 @@ def test_a_reused_reader_reads_a_partition_again_after_a_unit_left_its_fetch_hal
         got = results.get(timeout=60)  # (a hang fails here)
         want = [(r.partition, o) for r in unit for o in range(r.start, r.end)]
         assert sorted(got) == want
+    fn.teardown()
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("client", READ_CLIENTS)
+def test_a_range_below_the_logs_start_fails_the_read_and_never_jumps(
+    kafka: EmbeddedKafka, topic: str, client: str
+) -> None:
+    """Records deleted since the batch was planned: the read raises, it does not skip to what is left."""
+    from kafka import KafkaAdminClient, TopicPartition
+
+    from pipelines.beam_stages import _ReadRangeFn
+
+    prod = KafkaProducer(bootstrap_servers=kafka.bootstrap)
+    for i in range(20):
+        prod.send(topic, key=b"k", value=b"v%d" % i, partition=0)
+    prod.flush()
+    prod.close()
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    admin.delete_records({TopicPartition(topic, 0): 10})
+    admin.close()
+    fn = _ReadRangeFn(kafka.bootstrap, batch_size=100, client=client)
+    with pytest.raises(Exception) as err:
+        list(fn.process(OffsetRange(topic, 0, 5, 15)))
+    assert re.search(r"offset\s*out\s*of\s*range", str(err.value), re.I), err.value
+    # and the reader goes on with a range that is there
+    assert [r[2] for b in fn.process(OffsetRange(topic, 0, 12, 15)) for r in b] == [12, 13, 14]
     fn.teardown()

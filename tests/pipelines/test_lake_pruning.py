@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fold.rows import event_row
 from lake import Lake
@@ -114,6 +116,28 @@ def test_key_predicates_cut_ranges_at_the_widest_gaps() -> None:
     assert "IN (" not in key_predicate("episode_id", many, exact=False)
     assert key_predicate("offset", list(range(50)) + [10_000]).count(" OR ") == 1
     assert key_predicate("episode_id", []) == "FALSE"
+
+
+@given(
+    st.lists(
+        st.text(alphabet="ab\0é", max_size=6) | st.uuids().map(str), min_size=2, max_size=60, unique=True
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_the_gaps_between_keys_are_their_common_prefixes_computed_at_once_or_one_by_one(
+    keys: list[str],
+) -> None:
+    """The vectorised gaps (ASCII keys) are exactly the per-pair ones; other keys take the per-pair way."""
+    import os
+
+    from lake.store import _prefix_gaps
+
+    vals = sorted(keys)
+    got = _prefix_gaps(vals)
+    want = [-float(len(os.path.commonprefix([a, b]))) for a, b in zip(vals, vals[1:], strict=False)]
+    assert got is None or got == want
+    if all(k.isascii() and "\0" not in k for k in keys):
+        assert got == want
 
 
 def test_compaction_between_writes_while_readers_read(lake: Lake, tmp_path: Path) -> None:
