@@ -85,9 +85,10 @@ class PipelineConfig:
     executor: str = "auto"
     """How a batch's graph runs on the local runner: ``beam`` (Beam's ``FnApiRunner``, in this
     process below ``in_process_below``), ``eager`` (:mod:`pipelines.eager`: the same graph
-    applied step by step in this process, no runner), or ``auto`` (eager below
-    ``in_process_below``, the ``FnApiRunner``'s worker processes above it). Another runner
-    (``runner="dask"``, a ``--runner`` in ``beam_args``) always runs the graph itself."""
+    applied step by step in this process, no runner), or ``auto`` (eager, a backlog of
+    ``in_process_below`` records or more cut into several batches; with ``in_process_below``
+    0, the ``FnApiRunner``'s worker processes). Another runner (``runner="dask"``, a
+    ``--runner`` in ``beam_args``) always runs the graph itself."""
     beam_args: list[str] = field(default_factory=list)
     """Extra Beam pipeline options; a ``--runner`` among them (Flink, Spark,
     Dataflow, ...) replaces the local ``FnApiRunner``."""
@@ -261,6 +262,11 @@ def plan_batch(
         stop = min(end, start + cfg.max_batch_per_partition)
         if stop > start:
             ranges.append(OffsetRange(topic, part, start, stop))
+    bound = eager_bound(cfg)
+    if bound and sum(len(r) for r in ranges) > bound:
+        # a batch the eager executor runs (in memory, in this process): the backlog in several
+        share = max(1, bound // len(ranges))
+        ranges = [OffsetRange(r.topic, r.partition, r.start, min(r.end, r.start + share)) for r in ranges]
     firsts = offsets.starts([(r.topic, r.partition) for r in ranges])
     for r in ranges:
         first = firsts.get((r.topic, r.partition), 0)
@@ -456,6 +462,18 @@ def runs_eagerly(cfg: PipelineConfig, records: int) -> bool:
     if cfg.runner != "local" or any(a.startswith("--runner") for a in cfg.beam_args):
         return False
     return cfg.executor == "eager" or (cfg.executor == "auto" and records < cfg.in_process_below)
+
+
+def eager_bound(cfg: PipelineConfig) -> int | None:
+    """The most records a batch is planned with so that it runs eagerly (``executor="auto"``).
+
+    On the local runner the eager executor was faster than the ``FnApiRunner``'s worker processes
+    at every size measured, so ``auto`` cuts a larger backlog into batches below
+    ``in_process_below`` (``None``: no bound; ``beam``, ``eager``, another runner, or 0).
+    """
+    if cfg.executor != "auto" or cfg.in_process_below <= 0 or not runs_eagerly(cfg, 0):
+        return None
+    return cfg.in_process_below - 1
 
 
 def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:

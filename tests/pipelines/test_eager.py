@@ -16,7 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipelines import PipelineConfig, PipelineError
 from pipelines.beam_stages import Rows, gather, split_by_tag
 from pipelines.eager import EagerPipeline
-from pipelines.log_pipeline import runs_eagerly
+from pipelines.log_pipeline import eager_bound, runs_eagerly
 
 
 class _Tagging(beam.DoFn):
@@ -99,6 +99,10 @@ def test_which_batches_run_eagerly() -> None:
     assert not runs_eagerly(flink, 5)
     with pytest.raises(PipelineError, match="executor 'fast' is not one of"):
         runs_eagerly(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", executor="fast"), 5)
+    # auto plans a backlog as batches below the bound; any other choice leaves batches whole
+    assert eager_bound(cfg) == 19_999
+    for other in ({"executor": "beam"}, {"executor": "eager"}, {"runner": "dask"}, {"in_process_below": 0}):
+        assert eager_bound(PipelineConfig(bootstrap="x:1", lake_root="/tmp/l", **other)) is None  # type: ignore[arg-type]
 
 
 def test_group_and_join_keep_beams_shapes() -> None:

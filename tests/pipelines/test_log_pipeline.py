@@ -86,6 +86,12 @@ def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
     replay(beam)
     diffs = diff_lakes(lake, Lake(tmp_path / "replayed"))
     assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
+    # ``auto`` cuts a backlog into batches the eager executor runs, each below the bound
+    cut = PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "cut"), in_process_below=2500)
+    batches = replay(cut)
+    assert len(batches) > 3 and all(b.records < 2500 for b in batches)
+    diffs = diff_lakes(lake, Lake(tmp_path / "cut"))
+    assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
 
 
 RUNNER = """
