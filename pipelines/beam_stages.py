@@ -233,7 +233,9 @@ class _ReadRangeFn(beam.DoFn):
             batch: list[Record] = Rows()
             while reading:
                 done = []
-                for m in consumer.consume(num_messages=10000, timeout=1.0):
+                # consume() waits for all it asks or the timeout: never more than the ranges hold
+                left = sum(ends[k] - nxt[k] for k in reading)
+                for m in consumer.consume(num_messages=max(1, min(10_000, left)), timeout=0.1):
                     key = (m.topic(), m.partition())
                     err = m.error()
                     if err is not None:
