@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -51,6 +52,12 @@ IN_PRUNE_MAX = 20
 
 KEY_RANGES_MAX = 8
 """Most ranges a key predicate cuts its values into (at their widest gaps)."""
+
+RANGE_SCAN_MAX_ROWS = 2_000_000
+"""A dedup lookup reads the ``event_id`` column of its ranges whole (then matches the ids in Arrow)
+while the files its ranges overlap hold at most this many rows; past it (ids that are not time
+ordered, say) it asks with exact ``IN`` lists, which filter in the scan but cost ~0.1 s to plan
+per 5,000 ids."""
 
 COMPACT_MIN_FILES = 32
 """A table is compacted between batches once it holds this many small files (0: never)."""
@@ -484,6 +491,8 @@ class Lake:
         of one batch touch the newest files, whatever the table's size), then whole rows of the
         ids found (none, unless a batch is read again or a producer re-sends).
         """
+        import pyarrow.compute as pc
+
         if not event_ids or not self.exists("events"):
             return pa.Table.from_pylist([], TABLES["events"])
         dt = self.table("events", version)
@@ -492,11 +501,25 @@ class Lake:
             return pa.Table.from_pylist([], TABLES["events"])  # no file yet: nothing to find
         ids = sorted(set(event_ids))
         hits: list[str] = []
-        for i in range(0, len(ids), IN_LIST_MAX):  # bounded IN lists (see read_episodes_rows)
-            where = key_predicate("event_id", ids[i : i + IN_LIST_MAX])
-            hits += (
-                self.read("events", version=version, columns=["event_id"], where=where).column(0).to_pylist()
-            )
+        if len(ids) > IN_PRUNE_MAX and rows_in_ranges(
+            dt, "event_id", _key_ranges(ids, KEY_RANGES_MAX)
+        ) <= max(RANGE_SCAN_MAX_ROWS, 4 * len(ids)):
+            # the ids of the files the ranges can be in, matched here: one scan, no IN list to plan
+            col = self.read(
+                "events",
+                version=version,
+                columns=["event_id"],
+                where=key_predicate("event_id", ids, exact=False),
+            ).column(0)
+            hits = col.filter(pc.is_in(col, value_set=pa.array(ids, type=pa.string()))).to_pylist()
+        else:
+            for i in range(0, len(ids), IN_LIST_MAX):  # bounded IN lists (see read_episodes_rows)
+                where = key_predicate("event_id", ids[i : i + IN_LIST_MAX])
+                hits += (
+                    self.read("events", version=version, columns=["event_id"], where=where)
+                    .column(0)
+                    .to_pylist()
+                )
         if not hits:
             return pa.Table.from_pylist([], TABLES["events"])
         chunks = [hits[i : i + IN_LIST_MAX] for i in range(0, len(hits), IN_LIST_MAX)]
@@ -852,6 +875,28 @@ def _key_ranges(vals: Sequence[Any], most: int) -> list[tuple[Any, Any]]:
     starts = [0, *cuts]
     ends = [*cuts, len(vals)]
     return [(vals[a], vals[b - 1]) for a, b in zip(starts, ends, strict=True)]
+
+
+def rows_in_ranges(dt: DeltaTable, column: str, ranges: Sequence[tuple[Any, Any]]) -> int:
+    """Rows of the files of ``dt`` whose ``column`` statistics overlap any of ``ranges`` (from the log).
+
+    A file without statistics for the column counts whole; a table without them at all, as
+    every row.
+    """
+    import pyarrow.compute as pc
+
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    rows = actions.column("num_records") if "num_records" in actions.column_names else None
+    lo_col, hi_col = f"min.{column}", f"max.{column}"
+    if rows is None or lo_col not in actions.column_names or hi_col not in actions.column_names:
+        return sys.maxsize
+    lo, hi = actions.column(lo_col), actions.column(hi_col)
+    unknown = pc.or_(pc.is_null(lo), pc.is_null(hi))
+    hit = unknown
+    for a, b in ranges:
+        hit = pc.or_(hit, pc.and_(pc.less_equal(lo, b), pc.greater_equal(hi, a)))
+    picked = pc.sum(pc.if_else(pc.fill_null(hit, True), pc.fill_null(rows, sys.maxsize // 4096), 0)).as_py()
+    return int(picked or 0)
 
 
 def _prefix_gaps(vals: Sequence[Any]) -> list[float] | None:

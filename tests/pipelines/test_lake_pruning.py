@@ -118,6 +118,36 @@ def test_key_predicates_cut_ranges_at_the_widest_gaps() -> None:
     assert key_predicate("episode_id", []) == "FALSE"
 
 
+@pytest.mark.parametrize("way", ["ranges", "in_lists"])
+def test_the_dedup_lookup_finds_exactly_the_stored_ids_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, way: str
+) -> None:
+    """Ranges read whole and matched in Arrow, or exact IN lists (ranges that would read too much)."""
+    import sys
+
+    import lake.store as store
+
+    lake = Lake(tmp_path / "lake")
+    lake.ensure()
+    stored: list[str] = []
+    for b in range(6):
+        rows = [event_row(parse_event(d), "t", 0, b * 100 + i)
+                for i, d in enumerate(model(f"e{b}", s) for s in range(100))]  # fmt: skip
+        stored += [r["event_id"] for r in rows]
+        table = pa.Table.from_pylist(rows, schema=TABLES["events"])
+        lake.write("events", table, mode="insert_new", txns={"p": b})
+    dt = lake.table("events")
+    assert store.rows_in_ranges(dt, "event_id", [(min(stored), max(stored))]) == 600
+    assert store.rows_in_ranges(dt, "event_id", [(stored[150], stored[160])]) == 100  # one file's rows
+    assert store.rows_in_ranges(dt, "event_id", [("~", "~~")]) == 0
+    if way == "in_lists":
+        monkeypatch.setattr(store, "rows_in_ranges", lambda *a: sys.maxsize)
+    fresh = [str(parse_event(model("new", s)).event_id) for s in range(300)]
+    found = lake.read_events_by_id(stored[::7] + fresh + stored[-40:])
+    assert sorted(found.column("event_id").to_pylist()) == sorted(set(stored[::7] + stored[-40:]))
+    assert lake.read_events_by_id(fresh).num_rows == 0
+
+
 @given(
     st.lists(
         st.text(alphabet="ab\0é", max_size=6) | st.uuids().map(str), min_size=2, max_size=60, unique=True
