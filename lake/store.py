@@ -468,7 +468,11 @@ class Lake:
         if not episode_ids:
             return pa.Table.from_pylist([], schema)
         ids = sorted(set(episode_ids))
-        if len(ids) <= IN_LIST_MAX:
+        narrow = len(ids) > IN_PRUNE_MAX and (
+            rows_in_ranges(self.table(name, version), "episode_id", _key_ranges(ids, KEY_RANGES_MAX))
+            <= RANGE_SCAN_MAX_ROWS // 8
+        )  # the files the ranges overlap are few: read them whole, no IN list to plan
+        if len(ids) <= IN_LIST_MAX and not narrow:
             chunks = [ids[i : i + 1000] for i in range(0, len(ids), 1000)]
             parts = [
                 self.read(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import gc
 import logging
 import os
 import signal
@@ -512,9 +513,15 @@ def _run_eager(ranges: list[OffsetRange], cfg: PipelineConfig, t0: float) -> Bat
 
     p = EagerPipeline()
     run_id = _run_id()
+    # A batch makes millions of short-lived objects and few cycles: the cyclic collector's passes
+    # over them were 15-20% of a 100k-event batch. Off for the batch; reference counting frees them.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         build(p, ranges, cfg, run_id)  # (each step runs as it is applied)
     finally:
+        if collecting:
+            gc.enable()
         _remove_staging(cfg, run_id)
     return BatchResult(ranges, sum(len(r) for r in ranges), time.monotonic() - t0, dict(p.counters))
 
