@@ -157,7 +157,7 @@ def fold_events(episode_ids: Iterable[str], events: pa.Table) -> Folded:
     by_stream: dict[str, list[int]] = {}
     for i, eid in enumerate(cols.get("episode_id", ())):
         by_stream.setdefault(eid, []).append(i)
-    out: dict[str, list[dict[str, Any]]] = {}
+    folded: list[tuple[str, list[int], dict[str, list[dict[str, Any]]]]] = []
     done = Folded()
 
     def row(i: int) -> dict[str, Any]:
@@ -187,9 +187,29 @@ def fold_events(episode_ids: Iterable[str], events: pa.Table) -> Folded:
             done.dead_letters.append(dead_letter(episode_id, [row(i) for i in idx], exc))
             done.failed.append(episode_id)
             continue
+        folded.append((episode_id, idx, got))
+    try:
+        done.tables = _tables(got for _, _, got in folded)
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        # a row that does not fit its table's types (a value stored before a narrower type was
+        # declared, say): that stream is a dead letter, not the chunk
+        good = []
+        for episode_id, idx, got in folded:
+            try:
+                _tables([got])
+            except (pa.ArrowException, OverflowError, TypeError, ValueError) as exc:
+                done.dead_letters.append(dead_letter(episode_id, [row(i) for i in idx], exc))
+                done.failed.append(episode_id)
+            else:
+                good.append(got)
+        done.tables = _tables(good)
+    return done
+
+
+def _tables(streams: Iterable[dict[str, list[dict[str, Any]]]]) -> dict[str, pa.Table]:
+    """Each table's rows of ``streams`` as one Arrow table (tables without rows left out)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for got in streams:
         for name, rows in got.items():
             out.setdefault(name, []).extend(rows)
-    done.tables = {
-        name: pa.Table.from_pylist(rows, schema=TABLES[name]) for name, rows in out.items() if rows
-    }
-    return done
+    return {n: pa.Table.from_pylist(rows, schema=TABLES[n]) for n, rows in out.items() if rows}

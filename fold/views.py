@@ -11,6 +11,8 @@ the same value a fresh parse would give.
 from __future__ import annotations
 
 import datetime as dt
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +22,24 @@ from schemas.errors import SchemaError
 from schemas.events import PAYLOAD_TYPES, EventBase
 
 _FIELDS = {t: frozenset(m.model_fields) for t, m in PAYLOAD_TYPES.items()}
+_LONG_NUMBER = re.compile(r"\d{19}")
+"""A run of digits orjson may not read as Python does (an integer past 64 bits becomes a float)."""
+
+
+def _loads(payload: str | bytes) -> Any:
+    """The payload's JSON as ``json.loads`` reads it (what the fold always read); orjson where they agree.
+
+    orjson reads an integer past 64 bits as a float (or refuses it) and refuses a lone surrogate
+    escape; ``json`` keeps both, so a payload with a long run of digits, or one orjson refuses,
+    is read by ``json``.
+    """
+    text = payload if isinstance(payload, str) else payload.decode()
+    if _LONG_NUMBER.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 class EventView:
@@ -56,8 +76,8 @@ def decode_payload(event_type: str, payload: str | bytes) -> tuple[str, dict[str
         SchemaError: the type is unknown or the payload does not validate.
     """
     try:
-        p = orjson.loads(payload)
-    except orjson.JSONDecodeError as exc:
+        p = _loads(payload)
+    except ValueError as exc:  # (orjson's and json's decode errors, an integer past json's digit limit)
         raise SchemaError(
             f"a stored {event_type} payload is not JSON: {exc}", [("payload", "not JSON")]
         ) from exc
@@ -75,7 +95,7 @@ def decode_payload(event_type: str, payload: str | bytes) -> tuple[str, dict[str
         text = model.model_validate(p).model_dump_json()
     except ValidationError as exc:
         raise translate_validation_error(exc, event_type, prefix="payload") from exc
-    return text, orjson.loads(text)
+    return text, _loads(text)
 
 
 def view_of_row(row: Mapping[str, Any]) -> EventView:
@@ -94,7 +114,7 @@ def view_of_event(event: EventBase) -> EventView:
         event.type,  # type: ignore[attr-defined]
         event.ts,
         payload,
-        orjson.loads(payload),
+        _loads(payload),
     )
 
 

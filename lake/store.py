@@ -59,6 +59,11 @@ while the files its ranges overlap hold at most this many rows; past it (ids tha
 ordered, say) it asks with exact ``IN`` lists, which filter in the scan but cost ~0.1 s to plan
 per 5,000 ids."""
 
+RANGE_SCAN_MAX_BYTES = 32 << 20
+"""A read by episode ids reads the files its ranges overlap whole (the columns asked for), then
+keeps the ids' rows in Arrow, while those files hold at most this many bytes (compressed); past
+it, exact ``IN`` lists filter in the scan."""
+
 COMPACT_MIN_FILES = 32
 """A table is compacted between batches once it holds this many small files (0: never)."""
 
@@ -469,9 +474,11 @@ class Lake:
             return pa.Table.from_pylist([], schema)
         ids = sorted(set(episode_ids))
         narrow = len(ids) > IN_PRUNE_MAX and (
-            rows_in_ranges(self.table(name, version), "episode_id", _key_ranges(ids, KEY_RANGES_MAX))
-            <= RANGE_SCAN_MAX_ROWS // 8
-        )  # the files the ranges overlap are few: read them whole, no IN list to plan
+            rows_in_ranges(
+                self.table(name, version), "episode_id", _key_ranges(ids, KEY_RANGES_MAX), "size_bytes"
+            )
+            <= RANGE_SCAN_MAX_BYTES
+        )  # the files the ranges overlap are small: read them whole, no IN list to plan
         if len(ids) <= IN_LIST_MAX and not narrow:
             chunks = [ids[i : i + 1000] for i in range(0, len(ids), 1000)]
             parts = [
@@ -881,16 +888,18 @@ def _key_ranges(vals: Sequence[Any], most: int) -> list[tuple[Any, Any]]:
     return [(vals[a], vals[b - 1]) for a, b in zip(starts, ends, strict=True)]
 
 
-def rows_in_ranges(dt: DeltaTable, column: str, ranges: Sequence[tuple[Any, Any]]) -> int:
+def rows_in_ranges(
+    dt: DeltaTable, column: str, ranges: Sequence[tuple[Any, Any]], measure: str = "num_records"
+) -> int:
     """Rows of the files of ``dt`` whose ``column`` statistics overlap any of ``ranges`` (from the log).
 
-    A file without statistics for the column counts whole; a table without them at all, as
-    every row.
+    ``measure="size_bytes"`` sums their bytes instead. A file without statistics for the column
+    counts whole; a table without them at all, as everything.
     """
     import pyarrow.compute as pc
 
     actions = pa.table(dt.get_add_actions(flatten=True))
-    rows = actions.column("num_records") if "num_records" in actions.column_names else None
+    rows = actions.column(measure) if measure in actions.column_names else None
     lo_col, hi_col = f"min.{column}", f"max.{column}"
     if rows is None or lo_col not in actions.column_names or hi_col not in actions.column_names:
         return sys.maxsize

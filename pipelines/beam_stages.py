@@ -87,6 +87,19 @@ def read_client(name: str = "auto") -> str:
     return name
 
 
+def _transient_codes() -> frozenset[int]:
+    try:
+        from confluent_kafka import KafkaError
+    except ImportError:
+        return frozenset()
+    return frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
+                      KafkaError._RESOLVE, KafkaError._WAIT_COORD})  # fmt: skip
+
+
+_TRANSIENT = _transient_codes()
+"""librdkafka errors it reports through ``consume()`` and recovers from by itself."""
+
+
 class _ReadRangeFn(beam.DoFn):
     """Reads offset ranges with a Kafka consumer (kafka-python's or librdkafka's); yields batches of records.
 
@@ -240,7 +253,9 @@ class _ReadRangeFn(beam.DoFn):
                     err = m.error()
                     if err is not None:
                         if err.code() != KafkaError._PARTITION_EOF:
-                            raise KafkaException(err)
+                            if err.fatal() or not (err.retriable() or err.code() in _TRANSIENT):
+                                raise KafkaException(err)
+                            continue  # a lost connection, brokers down for now: librdkafka retries
                         if key in reading:
                             if m.offset() < ends[key]:
                                 raise LookupError(
@@ -273,6 +288,7 @@ class _ReadRangeFn(beam.DoFn):
             if batch:
                 self.records.inc(len(batch))
                 yield batch
+            consumer.unassign()  # nothing fetched in the background until the next range
             ok = True
         finally:
             if not ok:  # a failed or abandoned read: the next range starts from a new consumer

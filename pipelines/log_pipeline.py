@@ -691,7 +691,8 @@ def backlog(cfg: PipelineConfig) -> int:
     """Records in the log that the lake does not hold yet."""
     lake = cfg.lake()
     lake.ensure()
-    return sum(len(r) for r in plan_batch(lake, dataclasses.replace(cfg, max_batch_per_partition=2**62)))
+    whole = dataclasses.replace(cfg, max_batch_per_partition=2**62, in_process_below=0)  # (no eager bound)
+    return sum(len(r) for r in plan_batch(lake, whole))
 
 
 def replay(

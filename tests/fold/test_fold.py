@@ -141,3 +141,27 @@ def test_the_fold_package_imports_no_beam_no_lake_and_no_io() -> None:
                 seen.add(name.split(".")[0])
     assert seen - allowed == set(), f"fold imports {sorted(seen - allowed)}"
     assert {"schemas", "pyarrow", "orjson"} <= seen
+
+
+def test_integers_past_64_bits_read_as_python_reads_them() -> None:
+    """orjson turns a 30-digit integer into a float (and refuses larger ones); the fold reads them whole."""
+    evidence = {"big": 2**70, "neg": -(2**65)}
+    docs = [started("ep"), call("ep", 1, n=10**30, m=10**400), reward("ep", 2, "fail", evidence=evidence),
+            ended("ep", 3, "failure")]  # fmt: skip
+    rows = [event_row(parse_event(d), "t", 0, i) for i, d in enumerate(docs)]
+    got = assemble("ep", rows)
+    assert got == episode_tables(fold_episode("ep", [row_to_event(r) for r in rows]))
+    assert json.loads(got["steps"][1]["text"]) == {"n": 10**30, "m": 10**400}
+    assert json.loads(got["rewards"][0]["evidence"]) == evidence
+
+
+def test_a_stored_value_that_no_longer_fits_its_column_is_a_dead_letter_not_the_chunks() -> None:
+    """A payload with today's keys but a value today's types refuse (stored before they were narrowed)."""
+    docs = [started("old"), result("old", 1, exit_code=1), started("new"), ended("new", 1)]
+    rows = [event_row(parse_event(d), "t", 0, i) for i, d in enumerate(docs)]
+    payload = json.loads(rows[1]["payload"])
+    payload["exit_code"] = 2**40  # an int64 then; the steps column is int32 now
+    rows[1] = {**rows[1], "payload": json.dumps(payload)}
+    done = fold_events(["old", "new"], pa.Table.from_pylist(rows, schema=TABLES["events"]))
+    assert done.failed == ["old"] and done.dead_letters[0]["error"].startswith(f"{fold.FOLD_ERROR}old: ")
+    assert [r["episode_id"] for r in done.tables["episodes"].to_pylist()] == ["new"]

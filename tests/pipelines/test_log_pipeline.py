@@ -18,7 +18,7 @@ import pytest
 from ingest.kafka_broker import EmbeddedKafka
 from lake import Lake, diff_lakes
 from lake.store import PIPELINE_TABLES
-from pipelines import PipelineConfig, replay, run_once
+from pipelines import PipelineConfig, backlog, replay, run_once
 from tests.pipelines.log_workload import Truth, make_workload, produce
 
 pytestmark = pytest.mark.kafka
@@ -88,8 +88,10 @@ def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
     assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
     # ``auto`` cuts a backlog into batches the eager executor runs, each below the bound
     cut = PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "cut"), in_process_below=2500)
+    pending = backlog(cut)  # the whole backlog, not the first batch of it
     batches = replay(cut)
     assert len(batches) > 3 and all(b.records < 2500 for b in batches)
+    assert pending == sum(b.records for b in batches)
     diffs = diff_lakes(lake, Lake(tmp_path / "cut"))
     assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
 
