@@ -134,6 +134,8 @@ class RunResult:
 
 class _Call:
     def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        """The server process the run was sent to (only its death fails the run)."""
         self.pid: int | None = None
         self.status: int | None = None
         self.started = threading.Event()
@@ -188,9 +190,10 @@ class PytestServer:
             elif "status" in msg:
                 call.status = int(msg["status"])
                 call.done.set()
-        # the server is gone: every run still waiting learns it
+        # the server is gone: every run still waiting on it learns it (not the runs a new server
+        # took meanwhile: this reader may see the end of its server's output late)
         with self._lock:
-            calls = list(self._calls.values())
+            calls = [c for c in self._calls.values() if c.proc is proc]
         for call in calls:
             call.started.set()
             call.done.set()
@@ -214,6 +217,7 @@ class PytestServer:
                 return None
             self._next += 1
             rid = self._next
+            call.proc = proc
             self._calls[rid] = call
             line = json.dumps({"id": rid, "args": args, "cwd": str(cwd), "env": env,
                                "output": str(output), "plugins": plugins}) + "\n"  # fmt: skip

@@ -113,3 +113,22 @@ def test_a_dead_server_is_replaced(server, tmp_path: Path) -> None:
 def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRAJLAKE_JUDGE_FORK", "0")
     assert pytest_server.shared(_site_paths()) is None
+
+
+def test_a_dead_servers_reader_fails_only_its_own_runs(server, tmp_path: Path) -> None:
+    """The reader of a killed server may see its end after a new server took a run: that run goes on."""
+    from judges.pytest_server import _Call
+
+    res, _ = _run(server, tmp_path / "a", "x", body="def test_a():\n    pass\n")
+    assert res is not None and res.exit_code == 0
+    old = server._proc
+    old.kill()
+    old.wait()
+    res, _ = _run(server, tmp_path / "b", "x", body="def test_a():\n    pass\n")  # a new server
+    assert res is not None and res.exit_code == 0 and server._proc is not old
+    waiting_new, waiting_old = _Call(), _Call()
+    waiting_new.proc, waiting_old.proc = server._proc, old
+    server._calls.update({10_001: waiting_new, 10_002: waiting_old})
+    server._read(old)  # (its output is at its end: the reader's last act, late)
+    assert waiting_old.done.is_set() and not waiting_new.started.is_set() and not waiting_new.done.is_set()
+    server._calls.clear()
