@@ -110,17 +110,30 @@ def held_snapshots() -> Iterator[None]:
     """In this thread, inside the block, :meth:`Lake.table` keeps one open ``DeltaTable`` per table.
 
     Each later call brings it up to date with ``update_incremental`` (the commits since, read from
-    the log) instead of opening the table again (its last checkpoint and the commits after it):
-    a micro-batch opened its tables ~90 times, 2.6 ms each on a new lake and 6.2 ms at 500k
-    events. The pipeline's driver holds them for a run; nothing else shares them (a thread's own).
-    A time-travel open (``version=``) is never held.
+    the log; nothing when the next commit file is absent) instead of opening the table again (its
+    last checkpoint and the commits after it): a micro-batch opened its tables ~90 times, 2.6 ms
+    each on a new lake and 6.2 ms at 500k events. The pipeline's driver holds them; nothing else
+    shares them (a thread's own). A time-travel open (``version=``) is never held (one at the
+    version held is answered by the held snapshot). The thread keeps them after the block for its
+    next one, so that consecutive runs (``run_once`` micro-batches, a long-lived process) do not
+    open every table again: each is checked against the log before it is used again
+    (:meth:`Lake._still_held`).
     """
     outer = getattr(_HELD, "tables", None)
-    _HELD.tables = {} if outer is None else outer
+    if outer is None:
+        _HELD.tables, _HELD.used = dict(getattr(_HELD, "warm", None) or {}), set()
     try:
         yield
     finally:
-        _HELD.tables = outer
+        if outer is None:
+            # kept: the tables this block used (not every lake the thread ever held)
+            _HELD.warm = {k: v for k, v in _HELD.tables.items() if k in _HELD.used}
+            _HELD.tables = None
+
+
+def forget_held_snapshots() -> None:
+    """Drop the snapshots this thread kept from its last :func:`held_snapshots` block."""
+    _HELD.warm = None
 
 
 class _TxnCache:
@@ -342,33 +355,45 @@ class Lake:
             return None
         return (st.st_ino, st.st_size, st.st_mtime_ns)
 
+    def _still_held(self, name: str, dt: DeltaTable, at: int, stamp: Stamp) -> bool:
+        """Whether a held snapshot, read at version ``at``, still stands on this table's history.
+
+        The commit it read is still the one in the log: the table was not removed and made again,
+        nor restored from a copy (``update_incremental`` would apply another table's commits on top
+        of it). Commits the ``DeltaTable`` made itself since (a merge, a compaction) are its own.
+        """
+        return stamp == self._commit_stamp(name, at) and int(dt.version()) >= at
+
     def table(self, name: str, version: int | None = None) -> DeltaTable:
         """Open ``name`` (at a Delta ``version`` for time travel).
+
+        Inside :func:`held_snapshots` the thread's open ``DeltaTable`` is brought up to date
+        instead (or, asked for the version it stands at, returned as it is).
 
         Raises:
             LakeError: no such table (or version).
         """
-        held: dict[tuple[str, ...], tuple[DeltaTable, Stamp]] | None = getattr(_HELD, "tables", None)
-        if version is not None:
-            held = None  # time travel: never held
+        held: dict[tuple[str, ...], tuple[DeltaTable, int, Stamp]] | None = getattr(_HELD, "tables", None)
         key: tuple[str, ...] = ()
         if held is not None:
             key = (self.uri(name), *sorted(f"{k}={v}" for k, v in (self.storage_options or {}).items()))
+            _HELD.used.add(key)
         if held is not None and key in held:
-            dt, stamp = held[key]
-            # The commit the snapshot stands on is still the one it read: the table was not removed
-            # and made again, nor restored from a copy (update_incremental would apply another
-            # table's commits on top of it).
-            if stamp == self._commit_stamp(name, int(dt.version())):
+            dt, at, stamp = held[key]
+            if self._still_held(name, dt, at, stamp):
                 try:
-                    before = dt.version()
-                    dt.update_incremental()
-                    if dt.version() != before:
-                        held[key] = (dt, self._commit_stamp(name, int(dt.version())))
-                    return dt
+                    if version is not None:
+                        if dt.version() == version:
+                            return dt  # (a time-travel read of the version held: the same snapshot)
+                    else:
+                        if self.remote or self._commit_stamp(name, int(dt.version()) + 1) is not None:
+                            dt.update_incremental()  # (a local table with no next commit is up to date)
+                        held[key] = (dt, int(dt.version()), self._commit_stamp(name, int(dt.version())))
+                        return dt
                 except Exception:  # noqa: BLE001 - (a damaged or vacuumed log): opened again, as without
-                    pass
-            del held[key]
+                    del held[key]
+            else:
+                del held[key]
         try:
             dt = DeltaTable(self.uri(name), storage_options=self.storage_options)
         except TableNotFoundError as exc:
@@ -380,7 +405,7 @@ class Lake:
             raise self._damaged(name, exc) from exc
         if version is None:
             if held is not None:
-                held[key] = (dt, self._commit_stamp(name, int(dt.version())))
+                held[key] = (dt, int(dt.version()), self._commit_stamp(name, int(dt.version())))
             return dt
         latest = dt.version()
         if not 0 <= version <= latest:

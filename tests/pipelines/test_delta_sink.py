@@ -277,3 +277,34 @@ def test_a_table_remade_or_restored_is_never_answered_from_what_was_known_of_it(
     assert lake.txn_versions("rewards", [app]) == {app: 230} == {app: truth()}
     assert lake.write("rewards", empty, mode="upsert", txns={app: 250}) is True  # not taken as landed
     assert truth() == 250
+
+
+def test_held_snapshots_outlive_their_block_in_their_thread_and_are_checked_before_reuse(lake: Lake) -> None:
+    import shutil
+
+    from deltalake import write_deltalake
+
+    from lake.store import forget_held_snapshots, held_snapshots
+
+    with held_snapshots():
+        held = lake.table("events")
+        at = held.version()
+        # its own commit (a merge through the held handle): still the same snapshot, not reopened
+        lake.write("events", events_table(2), mode="insert_new")
+        assert lake.table("events") is held and held.version() == at + 1
+        assert lake.table("events", version=at + 1) is held  # time travel to the version held
+        assert lake.table("events", version=at) is not held
+    # the next block of this thread starts from it (a commit made elsewhere meanwhile is read)
+    write_deltalake(lake.uri("events"), events_table(1), mode="append")
+    with held_snapshots():
+        assert lake.table("events") is held and held.version() == at + 2
+    # removed and made again between blocks: the kept snapshot is not used on the new table
+    shutil.rmtree(lake.uri("events"))
+    lake.ensure(["events"])
+    with held_snapshots():
+        fresh = lake.table("events")
+        assert fresh is not held and fresh.version() == 0
+        assert lake.read("events").num_rows == 0
+    forget_held_snapshots()
+    with held_snapshots():
+        assert lake.table("events") is not fresh
