@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 import threading
@@ -69,6 +70,9 @@ COMPACT_MIN_FILES = 32
 
 COMPACT_TARGET_BYTES = 128 << 20
 """The size compaction aims at; files under a quarter of it count as small."""
+
+RETENTION_HOURS = 168.0
+"""Delta's safety bound: a VACUUM keeps the files every version of the last week reads."""
 
 WriteMode = Literal["insert_new", "upsert", "replace_episodes"]
 
@@ -237,6 +241,7 @@ class Lake:
         self.storage_options = storage_options
         self.remote = "://" in self.root and not self.root.startswith("file://")
         self.commit_lock = self.remote if commit_lock is None else commit_lock
+        self._pins: tuple[int | None, dict[str, set[int]]] = (None, {})
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[None]:
@@ -747,6 +752,97 @@ class Lake:
             metrics.get("numFilesAdded"),
         )
         return dict(metrics)
+
+    def _relative(self, name: str, paths: Iterable[str]) -> list[str]:
+        """Data file paths delta-rs gave (relative to the table, or whole) relative to table ``name``."""
+        root = self.uri(name).removeprefix("file://").rstrip("/") + "/"
+        return [p.removeprefix("file://").removeprefix(root) for p in paths]
+
+    def _present(self, name: str, relative: str) -> bool:
+        """Whether a data file of ``name`` is still there (on an object store: assumed)."""
+        if self.remote:
+            return True
+        from urllib.parse import unquote
+
+        return (Path(self.uri(name).removeprefix("file://")) / unquote(relative)).exists()
+
+    def pinned_versions(self, name: str) -> list[int]:
+        """Versions of ``name`` that learner checkpoints trained on (the ``checkpoints`` table's lineage).
+
+        A VACUUM keeps their files whatever their age, so that a checkpoint's training data can be
+        read again. Versions any checkpoint names for a table of this name count (its ``lake_uri``
+        may spell this lake another way): keeping a version more deletes fewer files, never more.
+        """
+        if name == "checkpoints" or not self.exists("checkpoints"):
+            return []
+        version = int(self.table("checkpoints").version())
+        if self._pins[0] != version:  # (one read per version of the table)
+            pins: dict[str, set[int]] = {}
+            for raw in (
+                self.read("checkpoints", version=version, columns=["table_versions"]).column(0).to_pylist()
+            ):
+                try:
+                    named = json.loads(raw or "{}")
+                except ValueError:
+                    continue  # (a row the fold kept as written: not a lineage this can use)
+                for table, v in named.items() if isinstance(named, dict) else ():
+                    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                        pins.setdefault(table, set()).add(v)
+            self._pins = (version, pins)
+        return sorted(self._pins[1].get(name, ()))
+
+    def vacuum(
+        self,
+        name: str,
+        *,
+        retain_hours: float = RETENTION_HOURS,
+        allow_short_retention: bool = False,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """Delete the files of ``name`` that only versions older than ``retain_hours`` read (delta-rs).
+
+        delta-rs's lite VACUUM: only files the log has removed (compacted, replaced) are deleted,
+        never a file no commit names yet (a writer's commit in flight), and the versions learner
+        checkpoints trained on keep theirs (:meth:`pinned_versions`). It commits only when it
+        deletes (a VACUUM START and END); with nothing due it lists the log and returns.
+
+        Returns:
+            The files deleted (with ``dry_run``, those that would be), relative to the table.
+
+        Raises:
+            LakeError: a retention under :data:`RETENTION_HOURS` without ``allow_short_retention``
+                (files of versions a reader pins by number, e.g. the API's ``?version=``, could go).
+        """
+        if retain_hours < RETENTION_HOURS and not allow_short_retention:
+            raise LakeError(
+                f"a retention of {retain_hours:g} h is under Delta's safety bound of {RETENTION_HOURS:g} h: "
+                "files of versions readers still pin could be deleted; stop the writers and allow it "
+                "explicitly"
+            )
+        if not self.exists(name):
+            return []
+        keep = self.pinned_versions(name)
+
+        def run(dt: DeltaTable, dry: bool) -> list[str]:
+            return self._relative(name, dt.vacuum(
+                retention_hours=math.ceil(retain_hours), dry_run=dry,
+                enforce_retention_duration=retain_hours >= RETENTION_HOURS, keep_versions=keep or None,
+            ))  # fmt: skip
+
+        with self.writing():
+            try:
+                # delta-rs lists a removed file again after it deleted it (until its tombstone
+                # expires), and commits a VACUUM START and END for it each time: only files still
+                # there count, and with none nothing is committed
+                files = [f for f in run(self.table(name), True) if self._present(name, f)]
+                if files and not dry_run:
+                    done = set(run(self.table(name), False))
+                    files = [f for f in files if f in done]
+            except DeltaError as exc:  # (its commit lost to a writer's: the files are deleted next time)
+                raise LakeError(f"vacuum of {name} did not finish: {exc}") from exc
+        if files and not dry_run:
+            log.info("vacuumed %s: %d files deleted (kept %d pinned versions)", name, len(files), len(keep))
+        return list(files)
 
     def _holds(self, name: str, txns: Mapping[str, int]) -> bool:
         have = self.txn_versions(name, txns)

@@ -33,7 +33,15 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from fold.rows import EPISODE_TABLES
 from lake.check import refuse_damaged
 from lake.errors import LakeError
-from lake.store import COMPACT_MIN_FILES, PIPELINE_TABLES, Lake, OffsetRange, app_id, held_snapshots
+from lake.store import (
+    COMPACT_MIN_FILES,
+    PIPELINE_TABLES,
+    RETENTION_HOURS,
+    Lake,
+    OffsetRange,
+    app_id,
+    held_snapshots,
+)
 from pipelines.beam_stages import (
     AssembleEpisodes,
     DedupEvents,
@@ -73,6 +81,13 @@ class PipelineConfig:
     """Cap of a micro-batch, in records per partition."""
     compact_min_files: int = COMPACT_MIN_FILES
     """Between batches, a table with this many small files is compacted by delta-rs (0: never)."""
+    vacuum_every_s: float = 3600.0
+    """Between batches, each table is vacuumed by delta-rs at most this often (0: never): the files
+    compaction and replaced rows left are deleted once no version of the last ``vacuum_retain_hours``
+    reads them (a process vacuums at its first batch, then on this period)."""
+    vacuum_retain_hours: float = RETENTION_HOURS
+    """What the pipeline's VACUUM keeps: files versions this recent read (never under Delta's week;
+    versions learner checkpoints trained on are kept whatever their age)."""
     num_workers: int = 2
     """Workers of the local ``FnApiRunner``."""
     running_mode: str = "multi_processing"
@@ -608,7 +623,7 @@ def _batches_to(
         previous = ranges
         res = run_batch(ranges, cfg)
         results.append(res)
-        compact_between_batches(lake, cfg)
+        maintain_between_batches(lake, cfg)
         if on_batch:
             on_batch(res)
 
@@ -666,7 +681,7 @@ def _run_follow(
             if ranges:
                 res = run_batch(ranges, cfg)
                 n += 1
-                compact_between_batches(lake, cfg)
+                maintain_between_batches(lake, cfg)
                 if on_batch:
                     on_batch(res)
                 idle = None
@@ -678,6 +693,36 @@ def _run_follow(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return n
+
+
+_VACUUMED: dict[str, float] = {}
+"""When this process last vacuumed each table (its URI -> ``time.monotonic()``)."""
+
+
+def maintain_between_batches(lake: Lake, cfg: PipelineConfig) -> dict[str, Any]:
+    """What the pipeline does to its tables between batches: compaction, and a VACUUM when one is due.
+
+    Each is delta-rs's own (``optimize.compact``, ``vacuum``), run by the driver between two batches:
+    no batch commits meanwhile, and a writer elsewhere waits for at most one of them (they take the
+    lake's commit lock where it has one). Returns the tables compacted and the files vacuumed.
+    """
+    out: dict[str, Any] = {"compacted": compact_between_batches(lake, cfg), "vacuumed": {}}
+    if cfg.vacuum_every_s <= 0:
+        return out
+    now = time.monotonic()
+    for name in PIPELINE_TABLES:
+        uri = lake.uri(name)
+        if uri in _VACUUMED and now - _VACUUMED[uri] < cfg.vacuum_every_s:
+            continue
+        try:
+            files = lake.vacuum(name, retain_hours=cfg.vacuum_retain_hours)
+        except (LakeError, OSError) as exc:  # (a commit that lost a race: next time)
+            log.warning("vacuum of %s skipped: %s", name, exc)
+            continue
+        _VACUUMED[uri] = now
+        if files:
+            out["vacuumed"][name] = len(files)
+    return out
 
 
 def compact_between_batches(lake: Lake, cfg: PipelineConfig) -> list[str]:

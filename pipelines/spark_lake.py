@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lake.errors import LakeError
+from lake.store import RETENTION_HOURS
 from schemas.errors import UnavailableError
 from schemas.tables import TABLES
 
@@ -36,7 +37,7 @@ ZORDER: dict[str, tuple[str, ...]] = {
 }
 """Columns each table is Z-ordered by: reads go episode by episode."""
 
-DEFAULT_RETENTION_HOURS = 168.0
+DEFAULT_RETENTION_HOURS = RETENTION_HOURS
 """VACUUM keeps files that versions of the last week still reference (Delta's default)."""
 
 

@@ -245,3 +245,96 @@ def test_a_batch_touching_thirty_thousand_episodes_commits(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-c", BIG_BATCH, str(tmp_path / "lake"), root],
                           capture_output=True, text=True, timeout=600, cwd=root)  # fmt: skip
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), (proc.returncode, proc.stderr[-2000:])
+
+
+def checkpoint_row(ck: str, versions: dict[str, int]) -> dict[str, object]:
+    import datetime as dt
+
+    return {"checkpoint_id": ck, "parent_id": None, "policy_id": "p", "policy_version": "1",
+            "backend": "torch", "path": f"/ck/{ck}", "created_at": dt.datetime(2026, 12, 4, tzinfo=dt.UTC),
+            "lake_uri": "elsewhere", "table_versions": json.dumps(versions), "judge_name": None,
+            "judge_version": None, "offsets": None, "num_samples": 1, "metrics": None}  # fmt: skip
+
+
+def test_vacuum_deletes_what_compaction_left_but_keeps_pinned_versions_while_readers_read(
+    lake: Lake, tmp_path: Path
+) -> None:
+    """delta-rs's VACUUM after a compaction: the files only old versions read go, except a checkpoint's."""
+    import threading
+
+    from lake.errors import LakeError
+
+    table = Path(lake.uri("failures"))
+    pinned, unpinned = 10, 5  # versions 0..N_FILES: one file added per version
+    files_at = {
+        v: {Path(u).name for u in lake.table("failures", version=v).file_uris()} for v in (pinned, unpinned)
+    }
+    lake.write("checkpoints", pa.Table.from_pylist([checkpoint_row("ck-1", {"failures": pinned, "steps": 3})],
+               schema=TABLES["checkpoints"]), mode="upsert")  # fmt: skip
+    lake.write(
+        "checkpoints",
+        pa.Table.from_pylist([checkpoint_row("ck-2", {"failures": "x"})], schema=TABLES["checkpoints"]),
+        mode="upsert",
+    )  # fmt: skip (a lineage it cannot use)
+    assert lake.pinned_versions("failures") == [pinned] and lake.pinned_versions("episodes") == []
+    want, then = lake.read("failures").num_rows, lake.read("failures", version=pinned).num_rows
+    assert then == 60 * pinned  # (version 0 is the empty table)
+    assert lake.compact("failures", min_files=8) is not None
+    latest = {Path(u).name for u in lake.table("failures").file_uris()}
+    assert lake.vacuum("failures") == []  # Delta's week: nothing is old enough yet
+    with pytest.raises(LakeError, match="under Delta's safety bound"):
+        lake.vacuum("failures", retain_hours=0)
+    dry = lake.vacuum("failures", retain_hours=0, allow_short_retention=True, dry_run=True)
+    on_disk = {p.name for p in table.glob("*.parquet")}
+    assert {Path(f).name for f in dry} == on_disk - latest - files_at[pinned]
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                if (
+                    lake.read("failures").num_rows != want
+                    or lake.read("failures", version=pinned).num_rows != then
+                ):
+                    errors.append("a read lost rows")
+            except Exception as exc:  # noqa: BLE001 - a failed read is what this test looks for
+                errors.append(repr(exc))
+
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for t in readers:
+        t.start()
+    try:
+        gone = lake.vacuum("failures", retain_hours=0, allow_short_retention=True)
+    finally:
+        stop.set()
+        for t in readers:
+            t.join()
+    assert not errors, errors[:3]
+    assert sorted(gone) == sorted(dry) and len(gone) == N_FILES - pinned  # version 10 reads 10 files
+    left = {p.name for p in table.glob("*.parquet")}
+    assert left == latest | files_at[pinned] and not files_at[unpinned] <= left - files_at[pinned]
+    assert lake.read("failures").num_rows == want and lake.read("failures", version=pinned).num_rows == then
+    assert lake.vacuum("failures", retain_hours=0, allow_short_retention=True) == []  # nothing left to do
+
+
+def test_the_pipeline_vacuums_each_table_once_a_period(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines import log_pipeline
+    from pipelines.log_pipeline import PipelineConfig, maintain_between_batches
+
+    cfg = PipelineConfig(bootstrap="unused:9092", lake_root=str(tmp_path / "lake"), vacuum_every_s=3600)
+    lake = cfg.lake()
+    lake.ensure()
+    calls: list[tuple[str, float]] = []
+    monkeypatch.setattr(log_pipeline, "_VACUUMED", {})
+    monkeypatch.setattr(
+        type(lake), "vacuum", lambda self, name, *, retain_hours: calls.append((name, retain_hours)) or ["f"]
+    )
+    assert maintain_between_batches(lake, cfg)["vacuumed"] == dict.fromkeys(log_pipeline.PIPELINE_TABLES, 1)
+    assert sorted(calls) == sorted((t, 168.0) for t in log_pipeline.PIPELINE_TABLES)
+    assert maintain_between_batches(lake, cfg)["vacuumed"] == {} and len(calls) == 9  # not due again yet
+    off = PipelineConfig(bootstrap="unused:9092", lake_root=cfg.lake_root, vacuum_every_s=0)
+    monkeypatch.setattr(log_pipeline, "_VACUUMED", {})
+    assert maintain_between_batches(lake, off)["vacuumed"] == {} and len(calls) == 9
