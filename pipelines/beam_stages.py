@@ -23,7 +23,7 @@ from apache_beam.metrics import Metrics
 from fold.rows import (
     DERIVED_TABLES,
     EVENT_COLUMNS,
-    event_row,
+    EventColumns,
     fold_events,
 )
 from ingest.kafka_sink import MAX_MESSAGE_BYTES
@@ -436,7 +436,7 @@ class _ParseFn(beam.DoFn):
         self.invalid = Metrics.counter("ParseAndValidate", "quarantined")
 
     def process(self, batch: list[Record]) -> Iterator[Any]:
-        good: list[dict[str, Any]] = Rows()
+        good = EventColumns()
         bad: list[dict[str, Any]] = Rows()
         for topic, partition, offset, key, value, ts_ms in batch:
             try:
@@ -449,7 +449,7 @@ class _ParseFn(beam.DoFn):
                         [("episode_id", "does not match the Kafka key")],
                     )
                 check_stream_topic(event, topic, self.control_topics)
-                good.append(event_row(event, topic, partition, offset, written_version=written))
+                good.add(event, topic, partition, offset, written_version=written)
             except Exception as exc:  # noqa: BLE001 - a poison record is quarantined, never crashes the bundle
                 schema = isinstance(exc, SchemaError)
                 bad.append(
@@ -470,14 +470,14 @@ class _ParseFn(beam.DoFn):
                 )
         self.valid.inc(len(good))
         self.invalid.inc(len(bad))
-        if good:
-            yield "events", good
+        if len(good):
+            yield "events", good.table()
         if bad:
             yield QUARANTINE_TAG, bad
 
 
 class ParseAndValidate(beam.PTransform):  # type: ignore[type-arg]
-    """Batches of records -> batches of ``events`` rows, and a dead-letter output.
+    """Batches of records -> batches of ``events`` rows (Arrow tables), and a dead-letter output.
 
     A record that is not a valid event (bad JSON, schema violation, key not its
     episode id) goes to the ``quarantine`` output with its raw bytes, the error
@@ -549,44 +549,84 @@ def conflict_row(loser: dict[str, Any], winner: dict[str, Any]) -> dict[str, Any
 class DedupEvents(beam.PTransform):  # type: ignore[type-arg]
     """Batches of rows -> batches with one row per event (``event_id`` and content).
 
-    Rows are spread over ``buckets`` by a hash of their ``event_id`` and grouped
-    per bucket in small lists, so the shuffle moves a few thousand elements
-    rather than one per event, and every copy of an event meets the others in
-    its bucket. Copies with the same content are re-sends: the one earliest in
-    the log (topic, partition, offset) is kept. Copies of an id with other
-    content are all kept here: :class:`ResolveStoredEvents` decides between
+    Rows (Arrow tables; lists of row dicts are converted) are spread over ``buckets`` by a
+    hash of their ``event_id`` and grouped per bucket as Arrow tables, so the shuffle moves
+    a few tables rather than one element per event, and every copy of an event meets the
+    others in its bucket. Copies with the same content are re-sends: the one earliest in
+    the log (topic, partition, offset) is kept (:func:`first_copies_of`). Copies of an id
+    with other content are all kept here: :class:`ResolveStoredEvents` decides between
     them and the copy already in the ``events`` table, if any.
     """
 
-    def __init__(self, buckets: int = 64) -> None:
+    def __init__(self, buckets: int = 8) -> None:
         super().__init__()
         self.buckets = buckets
 
     def expand(self, batches: Any) -> Any:
         buckets = self.buckets
 
-        def spread(batch: list[dict[str, Any]]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
-            parts: dict[int, list[dict[str, Any]]] = {}
-            for r in batch:
-                parts.setdefault(zlib.crc32(r["event_id"].encode()) % buckets, Rows()).append(r)
-            yield from parts.items()
+        def spread(batch: pa.Table | list[dict[str, Any]]) -> Iterator[tuple[int, pa.Table]]:
+            import numpy as np
 
-        def first_copies(kv: tuple[int, Iterable[list[dict[str, Any]]]]) -> list[dict[str, Any]]:
-            by_content: dict[tuple[Any, ...], dict[str, Any]] = {}
-            for part in kv[1]:
-                for r in part:
-                    key = (r["event_id"], *(r[c] for c in CONTENT_COLUMNS))
-                    if key not in by_content or _log_position(r) < _log_position(by_content[key]):
-                        by_content[key] = r
-            return Rows(by_content.values())
+            table = events_table(batch)
+            ids = table.column("event_id").to_pylist()
+            keys = np.fromiter(
+                (zlib.crc32(e.encode()) % buckets for e in ids), dtype=np.int64, count=len(ids)
+            )
+            order = np.argsort(keys, kind="stable")
+            cuts = np.flatnonzero(np.diff(keys[order])) + 1
+            # (a take per bucket, not slices of one: a pickled slice carries its parent's buffers)
+            for part in np.split(order, cuts):
+                if len(part):
+                    yield int(keys[part[0]]), table.take(pa.array(part))
+
+        def first_copies(kv: tuple[int, Iterable[pa.Table | list[dict[str, Any]]]]) -> pa.Table:
+            parts = [events_table(b) for b in kv[1]]
+            return first_copies_of(parts[0] if len(parts) == 1 else pa.concat_tables(parts))
 
         return (
             batches
             | "SpreadByEventId" >> beam.FlatMap(spread)
             | "Group" >> beam.GroupByKey()
             | "FirstCopies" >> beam.Map(first_copies)
-            | "NonEmpty" >> beam.Filter(bool)
+            | "NonEmpty" >> beam.Filter(lambda t: t.num_rows > 0)
         )
+
+
+def events_table(batch: pa.Table | Iterable[dict[str, Any]]) -> pa.Table:
+    """A batch of ``events`` rows as an Arrow table in the table's schema (rows as dicts are converted)."""
+    schema = TABLES["events"]
+    if isinstance(batch, pa.Table):
+        return batch if batch.schema.equals(schema) else batch.select(schema.names).cast(schema)
+    return pa.Table.from_pylist(list(batch), schema=schema)
+
+
+def _ids_seen_twice(ids: pa.ChunkedArray | pa.Array) -> pa.Array:
+    import pyarrow.compute as pc
+
+    counts = pc.value_counts(ids)
+    return counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+
+
+def first_copies_of(table: pa.Table) -> pa.Table:
+    """One row per event of ``table``: copies with the same id and content keep the one earliest in the log.
+
+    Copies of an id with other content are all kept (:class:`ResolveStoredEvents` decides). The
+    rows of ids seen once pass as they are, in Arrow; the others are compared as values.
+    """
+    import pyarrow.compute as pc
+
+    ids = table.column("event_id")
+    if table.num_rows < 2 or pc.count_distinct(ids).as_py() == table.num_rows:
+        return table
+    twice = pc.is_in(ids, value_set=_ids_seen_twice(ids))
+    by_content: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in table.filter(twice).to_pylist():
+        key = (r["event_id"], *(r[c] for c in CONTENT_COLUMNS))
+        if key not in by_content or _log_position(r) < _log_position(by_content[key]):
+            by_content[key] = r
+    kept = pa.Table.from_pylist(list(by_content.values()), schema=TABLES["events"])
+    return pa.concat_tables([table.filter(pc.invert(twice)), kept])
 
 
 class _ResolveFn(beam.DoFn):
@@ -596,17 +636,28 @@ class _ResolveFn(beam.DoFn):
         self.dups = Metrics.counter("DedupEvents", "already_stored")
         self.conflicts = Metrics.counter("DedupEvents", "conflicts")
 
-    def process(self, batches: list[list[dict[str, Any]]]) -> Iterator[Any]:
-        copies: dict[str, list[dict[str, Any]]] = {}
-        for b in batches:
-            for r in b:
-                copies.setdefault(r["event_id"], []).append(r)
+    def process(self, batches: list[pa.Table | list[dict[str, Any]]]) -> Iterator[Any]:
+        import pyarrow.compute as pc
+
+        parts = [events_table(b) for b in batches]
+        batch = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
         lake = as_lake(self.lake_root)
-        stored: dict[str, dict[str, Any]] = {}
-        ids = sorted(copies)
-        for i in range(0, len(ids), self.chunk):
-            for r in lake.read_events_by_id(ids[i : i + self.chunk]).to_pylist():
-                stored[r["event_id"]] = r
+        ids = sorted(pc.unique(batch.column("event_id")).to_pylist())
+        found = [lake.read_events_by_id(ids[i : i + self.chunk]) for i in range(0, len(ids), self.chunk)]
+        stored_rows = [r for t in found for r in t.to_pylist()]  # (none, unless a batch is read again)
+        stored: dict[str, dict[str, Any]] = {r["event_id"]: r for r in stored_rows}
+        # Only ids stored already or with several copies in the batch need a decision; the others
+        # (all of a batch, as a rule) are new events and pass in Arrow.
+        slow = pa.concat_arrays(
+            [_ids_seen_twice(batch.column("event_id")), pa.array(list(stored), pa.string())]
+        )
+        copies: dict[str, list[dict[str, Any]]] = {}
+        passed = batch
+        if len(slow):
+            decide = pc.is_in(batch.column("event_id"), value_set=slow)
+            passed = batch.filter(pc.invert(decide))
+            for r in batch.filter(decide).to_pylist():
+                copies.setdefault(r["event_id"], []).append(r)
         fresh, replaced = [], []
         conflicts: dict[tuple[str, int, int], dict[str, Any]] = {}  # by log position: one row each
         swapped: dict[str, dict[str, Any]] = {}
@@ -658,7 +709,8 @@ class _ResolveFn(beam.DoFn):
             else:
                 conflicts[position] = _conflict(position, envelope, new)
         self.conflicts.inc(len(conflicts))
-        yield "events", Rows(fresh)
+        decided = pa.Table.from_pylist(fresh, schema=TABLES["events"])
+        yield "events", pa.concat_tables([passed, decided]) if fresh else passed
         if refold:
             yield "refold", Rows(sorted(refold))
         if conflicts:

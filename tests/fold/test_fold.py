@@ -165,3 +165,24 @@ def test_a_stored_value_that_no_longer_fits_its_column_is_a_dead_letter_not_the_
     done = fold_events(["old", "new"], pa.Table.from_pylist(rows, schema=TABLES["events"]))
     assert done.failed == ["old"] and done.dead_letters[0]["error"].startswith(f"{fold.FOLD_ERROR}old: ")
     assert [r["episode_id"] for r in done.tables["episodes"].to_pylist()] == ["new"]
+
+
+def test_event_columns_give_the_rows_event_row_gives() -> None:
+    """The parse step's column-by-column ``events`` rows equal :func:`event_row`'s, upcast versions too."""
+    from fold.rows import EventColumns
+
+    w = make_workload(40, seed=5)
+    cols, rows = EventColumns(), []
+    for off, (topic, _, value) in enumerate(w.phase1 + w.phase2):
+        try:
+            event, written = parse_event_as_written(value)
+        except SchemaError:
+            continue
+        cols.add(event, topic, 3, off, written_version=written)
+        rows.append(event_row(event, topic, 3, off, written_version=written))
+    legacy = {**model("ep-old", 1), "schema_version": 1}
+    event, written = parse_event_as_written(json.dumps(legacy))
+    cols.add(event, "t", 0, 9, written_version=written)
+    rows.append(event_row(event, "t", 0, 9, written_version=written))
+    assert len(cols) == len(rows) > 100
+    assert cols.table().equals(pa.Table.from_pylist(rows, schema=TABLES["events"]))

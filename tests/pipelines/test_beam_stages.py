@@ -13,6 +13,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka import KafkaProducer
 
 from fold.rows import EPISODE_TABLES, event_row, row_to_event
@@ -53,7 +55,7 @@ def test_parse_and_validate_sends_bad_records_to_the_dead_letter_output() -> Non
     ]
     with pipeline() as p:
         out = p | beam.Create([batch]) | ParseAndValidate()
-        ids = out.events | beam.FlatMap(lambda b: [(r["event_id"], r["offset"]) for r in b])
+        ids = out.events | beam.FlatMap(lambda b: [(r["event_id"], r["offset"]) for r in b.to_pylist()])
         bad = out.quarantine | beam.FlatMap(lambda b: [(r["offset"], r["error"].split(":")[0]) for r in b])
         assert_that(ids, equal_to([(good[0]["event_id"], 0), (good[1]["event_id"], 2)]), label="valid")
         assert_that(
@@ -75,7 +77,7 @@ def test_dedup_keeps_the_first_copy_in_the_log() -> None:
     other = event_row(parse_event(model("e1", 1)), "trajlake.episodes", 1, 1)
     with pipeline() as p:
         out = p | beam.Create([[rows[0], other], [rows[1]], [rows[2]]]) | DedupEvents(buckets=4)
-        flat = out | beam.FlatMap(lambda b: [(r["event_id"], r["offset"]) for r in b])
+        flat = out | beam.FlatMap(lambda b: [(r["event_id"], r["offset"]) for r in b.to_pylist()])
         assert_that(flat, equal_to([(d["event_id"], 3), (other["event_id"], 1)]))
 
 
@@ -309,3 +311,28 @@ def test_a_range_below_the_logs_start_fails_the_read_and_never_jumps(
     # and the reader goes on with a range that is there
     assert [r[2] for b in fn.process(OffsetRange(topic, 0, 12, 15)) for r in b] == [12, 13, 14]
     fn.teardown()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2), st.integers(0, 40)), min_size=1, max_size=30))
+def test_first_copies_in_arrow_keep_what_comparing_rows_keeps(copies: list[tuple[int, int, int]]) -> None:
+    """Ids seen once pass in Arrow, the others are compared as rows: the same copies as comparing all."""
+    from pipelines.beam_stages import CONTENT_COLUMNS, first_copies_of
+
+    def row(event: int, content: int, offset: int) -> dict[str, object]:
+        r = event_row(parse_event(model("e1", event + 1)), "trajlake.episodes", 0, offset)
+        return {**r, "event_id": f"id-{event}", "payload": r["payload"].replace("}", f', "x": {content}}}', 1)
+                if content else r["payload"]}  # fmt: skip
+
+    rows = [row(e, c, o) for e, c, o in copies]
+    want: dict[tuple[object, ...], dict[str, object]] = {}
+    for r in rows:  # every row compared, as the stage did before
+        key = (r["event_id"], *(r[c] for c in CONTENT_COLUMNS))
+        if key not in want or (r["topic"], r["partition"], r["offset"]) < (
+            want[key]["topic"], want[key]["partition"], want[key]["offset"]
+        ):  # fmt: skip
+            want[key] = r
+    got = first_copies_of(pa.Table.from_pylist(rows, schema=TABLES["events"])).to_pylist()
+    assert sorted((r["event_id"], r["payload"], r["offset"]) for r in got) == sorted(
+        (r["event_id"], r["payload"], r["offset"]) for r in want.values()
+    )
