@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -812,13 +813,33 @@ class LoadTouchedEpisodes(beam.PTransform):  # type: ignore[type-arg]
 # ------------------------------------------------------------------ write
 
 
-class _StageFn(beam.DoFn):
-    """A batch of rows -> one Parquet file in the lake's staging area; yields its path."""
+MEMORY_STAGE = "memory://"
+"""The prefix of a batch staged in this process's memory (an in-process run) instead of a file."""
 
-    def __init__(self, lake_root: str | Lake, table: str, stage_id: str) -> None:
+_IN_MEMORY: dict[str, pa.Table] = {}
+_IN_MEMORY_LOCK = threading.Lock()
+
+
+def drop_staged_in_memory(stage_id: str) -> None:
+    """Forget what a run staged in memory (the driver calls it when the batch is over)."""
+    prefix = f"{MEMORY_STAGE}{stage_id}/"
+    with _IN_MEMORY_LOCK:
+        for key in [k for k in _IN_MEMORY if k.startswith(prefix)]:
+            del _IN_MEMORY[key]
+
+
+class _StageFn(beam.DoFn):
+    """A batch of rows -> one Parquet file in the lake's staging area (or, in memory, a table); its path.
+
+    ``in_memory``: the batch runs in this one process (the eager executor), so the table stays in
+    memory under a ``memory://`` name instead of a Parquet file written and read back.
+    """
+
+    def __init__(self, lake_root: str | Lake, table: str, stage_id: str, in_memory: bool = False) -> None:
         self.lake_root = lake_root
         self.table = table
         self.stage_id = stage_id
+        self.in_memory = in_memory
 
     def process(self, rows: list[dict[str, Any]] | pa.Table) -> Iterator[str]:
         import uuid
@@ -827,17 +848,31 @@ class _StageFn(beam.DoFn):
 
         schema = TABLES[self.table]
         if isinstance(rows, pa.Table):  # the fold's output
-            table = rows if rows.schema.equals(schema) else rows.cast(schema)
+            table = rows if rows.schema.equals(schema) else rows.select(schema.names).cast(schema)
         else:
             table = pa.Table.from_pylist(rows, schema=schema)
         if not table.num_rows:
             return
+        name = f"{self.stage_id}/{self.table}/part-{uuid.uuid4().hex}.parquet"
+        if self.in_memory:
+            with _IN_MEMORY_LOCK:
+                _IN_MEMORY[MEMORY_STAGE + name] = table
+            yield MEMORY_STAGE + name
+            return
         fs, base = as_lake(self.lake_root).staging()
-        directory = f"{base}/{self.stage_id}/{self.table}"
-        fs.create_dir(directory, recursive=True)
-        path = f"{directory}/part-{uuid.uuid4().hex}.parquet"
+        path = f"{base}/{name}"
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
         pq.write_table(table, path, filesystem=fs)
         yield path
+
+
+def _staged(path: str, schema: pa.Schema, fs: Any) -> pa.Table:
+    import pyarrow.parquet as pq
+
+    if path.startswith(MEMORY_STAGE):
+        with _IN_MEMORY_LOCK:
+            return _IN_MEMORY[path]
+    return pq.read_table(path, schema=schema, filesystem=fs)
 
 
 class _CommitFn(beam.DoFn):
@@ -859,8 +894,6 @@ class _CommitFn(beam.DoFn):
         self.rows = Metrics.counter("WriteDelta", table)
 
     def process(self, joined: tuple[Any, dict[str, list[Any]]]) -> Iterator[dict[str, Any]]:
-        import pyarrow.parquet as pq
-
         groups = joined[1]
         paths = sorted(p for p in groups["paths"] if p is not None)
         touched = sorted({e for part in groups.get("touched", []) for e in part})
@@ -868,7 +901,7 @@ class _CommitFn(beam.DoFn):
         schema = TABLES[self.table]
         lake = as_lake(self.lake_root)
         fs, _ = lake.staging()
-        parts = [pq.read_table(p, schema=schema, filesystem=fs) for p in paths]
+        parts = [_staged(p, schema, fs) for p in paths]
         table = pa.concat_tables(parts) if parts else pa.Table.from_pylist([], schema=schema)
         if self.skip_empty and not table.num_rows and not replaced:
             yield {"table": self.table, "rows": 0, "committed": False, "episodes": []}
@@ -911,7 +944,8 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
     ``(topic, partition, offset)`` for ``quarantine``), those stored rows are removed in
     the same commit. With ``skip_empty``,
     no rows means no commit at all (a write keyed by its rows, idempotent without
-    ``txn``s: the fold's dead letters).
+    ``txn``s: the fold's dead letters). With ``in_memory`` (a batch run in one process, by
+    the eager executor), the rows are staged in memory, not as Parquet files.
     """
 
     def __init__(
@@ -928,8 +962,10 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
         buckets: int = 16,
         skip_empty: bool = False,
         stage_id: str | None = None,
+        in_memory: bool = False,
     ) -> None:
         super().__init__()
+        self.in_memory = in_memory
         self.lake_root = lake_root
         self.table = table
         self.mode = mode
@@ -956,7 +992,9 @@ class WriteDelta(beam.PTransform):  # type: ignore[type-arg]
             | "Group" >> beam.GroupByKey()
             | "Lists" >> beam.MapTuple(lambda _, rows: list(rows))
         )
-        paths = batches | "Stage" >> beam.ParDo(_StageFn(self.lake_root, self.table, stage_id))
+        paths = batches | "Stage" >> beam.ParDo(
+            _StageFn(self.lake_root, self.table, stage_id, self.in_memory)
+        )
         # one path per element, joined by key; the seed makes the join yield even with no rows at all
         seed = pcoll.pipeline | "Seed" >> beam.Create([(0, None)])
         inputs = {

@@ -50,6 +50,7 @@ from pipelines.beam_stages import (
     ReadKafkaRanges,
     ResolveStoredEvents,
     WriteDelta,
+    drop_staged_in_memory,
     gather,
 )
 from pipelines.errors import PipelineError
@@ -332,8 +333,11 @@ def build(p: Any, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -
     ``p`` is a ``beam.Pipeline`` (the graph runs on its runner afterwards) or a
     :class:`pipelines.eager.EagerPipeline` (each step runs as it is applied).
     """
+    from pipelines.eager import EagerPipeline
+
     lake = cfg.lake()
     txns = {app_id(cfg.name, r.topic, r.partition): r.last for r in ranges}
+    memory = isinstance(p, EagerPipeline)  # (one process: what is staged for a commit stays in memory)
 
     batches = (
         p
@@ -347,7 +351,14 @@ def build(p: Any, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -
     # quarantine first: a conflict's losing copy is in quarantine before the winner replaces it
     # upsert: a conflict judged again against a new winner is rewritten (or released: removed)
     kept = quarantined | "WriteQuarantine" >> WriteDelta(
-        lake, "quarantine", "upsert", txns, batched=True, replaced=resolved.released, stage_id=run_id
+        lake,
+        "quarantine",
+        "upsert",
+        txns,
+        batched=True,
+        replaced=resolved.released,
+        stage_id=run_id,
+        in_memory=memory,
     )
     written = resolved.events | "WriteEvents" >> WriteDelta(
         lake,
@@ -359,6 +370,7 @@ def build(p: Any, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -
         replaced=resolved.replaced,
         touched=resolved.refold,  # (named in its summary: folded again below)
         stage_id=run_id,
+        in_memory=memory,
     )
     # The episodes of the batch, once their events are committed: they are
     # folded from the table, so late events join the ones already there.
@@ -379,7 +391,7 @@ def build(p: Any, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -
     )  # fmt: skip
     # (no txn: quarantine already recorded these offsets above; an upsert by log position is idempotent)
     dead = derived.dead_letter | "WriteDeadLetters" >> WriteDelta(
-        lake, "quarantine", "upsert", {}, batched=True, skip_empty=True, stage_id=run_id
+        lake, "quarantine", "upsert", {}, batched=True, skip_empty=True, stage_id=run_id, in_memory=memory
     )
     # Each touched episode's rows are replaced whole: rows its events no longer give (a failure
     # fixed by a late reward, an episode whose only event lost an id conflict) are removed.
@@ -397,6 +409,7 @@ def build(p: Any, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -
                 touched=folded,
                 after=dead,
                 stage_id=run_id,
+                in_memory=memory,
             )
         )
     # A control stream is one row of its table, upserted by key (the latest event's row).
@@ -414,6 +427,7 @@ def build(p: Any, ranges: list[OffsetRange], cfg: PipelineConfig, run_id: str) -
                 after=dead,
                 replaced=derived[f"removed_{name}"],
                 stage_id=run_id,
+                in_memory=memory,
             )  # fmt: skip
         )
     # One last step that every commit feeds: runners that compute a graph from its final step
@@ -537,6 +551,7 @@ def _run_eager(ranges: list[OffsetRange], cfg: PipelineConfig, t0: float) -> Bat
     finally:
         if collecting:
             gc.enable()
+        drop_staged_in_memory(run_id)
         _remove_staging(cfg, run_id)
     return BatchResult(ranges, sum(len(r) for r in ranges), time.monotonic() - t0, dict(p.counters))
 

@@ -63,6 +63,12 @@ def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
     produce(broker.bootstrap, wl.phase1)
     batches = run_once(cfg)
     assert len(batches) > 1  # several micro-batches
+    from pipelines import beam_stages
+
+    # in this process each batch staged its commits in memory (no Parquet written and read back),
+    # and dropped them when it was over
+    assert beam_stages._IN_MEMORY == {}
+    assert not list((Path(cfg.lake_root) / "_staging").rglob("*.parquet"))
     lake = Lake(cfg.lake_root)
     check(lake, wl.truth_after_1)
     # (which tables reach the threshold depends on how the messy records spread over partitions and
