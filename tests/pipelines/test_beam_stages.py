@@ -76,7 +76,7 @@ def test_dedup_keeps_the_first_copy_in_the_log() -> None:
     rows = [event_row(parse_event(d), "trajlake.episodes", 0, off) for off in (7, 3, 9)]
     other = event_row(parse_event(model("e1", 1)), "trajlake.episodes", 1, 1)
     with pipeline() as p:
-        out = p | beam.Create([[rows[0], other], [rows[1]], [rows[2]]]) | DedupEvents(buckets=4)
+        out = p | beam.Create([[rows[0], other], [rows[1]], [rows[2]]]) | DedupEvents()
         flat = out | beam.FlatMap(lambda b: [(r["event_id"], r["offset"]) for r in b.to_pylist()])
         assert_that(flat, equal_to([(d["event_id"], 3), (other["event_id"], 1)]))
 
