@@ -95,16 +95,22 @@ class EventColumns:
             partition_,
             offset_,
         ) = self._add  # fmt: skip  (the columns in the schema's order)
+        # every value first: one that raises (a string pydantic will not serialise) adds nothing,
+        # and the columns keep one length
         when: dt.datetime = event.ts
+        producer_json = event.producer.model_dump_json()
+        payload_json = event.payload.model_dump_json()  # type: ignore[attr-defined]
+        day = when.date()
+        written = written_version if written_version is not None else event.schema_version  # type: ignore[attr-defined]
         event_id(event.event_id)
         episode_id(event.episode_id)
         seq(event.seq)
         type_(event.type)  # type: ignore[attr-defined]
         ts(when)
-        event_date(when.date())
-        version(written_version if written_version is not None else event.schema_version)  # type: ignore[attr-defined]
-        producer(event.producer.model_dump_json())
-        payload(event.payload.model_dump_json())  # type: ignore[attr-defined]
+        event_date(day)
+        version(written)
+        producer(producer_json)
+        payload(payload_json)
         topic_(topic)
         partition_(partition)
         offset_(offset)

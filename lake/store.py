@@ -130,9 +130,31 @@ def held_snapshots() -> Iterator[None]:
         yield
     finally:
         if outer is None:
-            # kept: the tables this block used (not every lake the thread ever held)
-            _HELD.warm = {k: v for k, v in _HELD.tables.items() if k in _HELD.used}
+            _HELD.warm = _kept(_HELD.tables, _HELD.used)
             _HELD.tables = None
+
+
+def _kept(
+    tables: dict[tuple[str, ...], tuple[DeltaTable, int, Stamp]], used: set[tuple[str, ...]]
+) -> dict[tuple[str, ...], tuple[DeltaTable, int, Stamp]]:
+    """What a thread keeps of a block's snapshots: those it used, of local tables, stamped where they stand.
+
+    A snapshot's own commits since it was last asked for (a merge, a compaction, a vacuum made
+    through it) are stamped too, so a log rolled back under it is seen. On an object store there
+    is no stamp to check a kept snapshot by: none is kept there.
+    """
+    out: dict[tuple[str, ...], tuple[DeltaTable, int, Stamp]] = {}
+    for key, (dt, _, _) in tables.items():
+        if key not in used or "://" in key[0].removeprefix("file://"):
+            continue
+        version = int(dt.version())
+        path = Path(key[0].removeprefix("file://")) / "_delta_log" / f"{version:020d}.json"
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        out[key] = (dt, version, (st.st_ino, st.st_size, st.st_mtime_ns))
+    return out
 
 
 def forget_held_snapshots() -> None:
@@ -373,7 +395,8 @@ class Lake:
         """Open ``name`` (at a Delta ``version`` for time travel).
 
         Inside :func:`held_snapshots` the thread's open ``DeltaTable`` is brought up to date
-        instead (or, asked for the version it stands at, returned as it is).
+        instead (or, asked for the version it stands at, returned as it is): the object is the
+        thread's shared one, so use it before this thread's next call, which may move it on.
 
         Raises:
             LakeError: no such table (or version).
@@ -783,13 +806,39 @@ class Lake:
             ):
                 try:
                     named = json.loads(raw or "{}")
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue  # (a row the fold kept as written: not a lineage this can use)
                 for table, v in named.items() if isinstance(named, dict) else ():
-                    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63:
                         pins.setdefault(table, set()).add(v)
             self._pins = (version, pins)
         return sorted(self._pins[1].get(name, ()))
+
+    def _loadable(self, name: str, versions: Sequence[int]) -> list[int]:
+        """Of ``versions`` of ``name``, those its log can still load (a VACUUM keeps only those).
+
+        A version past the latest (a lineage of another lake of this name) is none; nor, on a
+        local lake, one whose commit was removed by delta-rs's log cleanup (older than the log's
+        retention, 30 days by default) or with no checkpoint at or before it to start from.
+        """
+        latest = int(self.table(name).version())
+        wanted = [v for v in versions if v <= latest]
+        if self.remote or not wanted:
+            return wanted
+        log_dir = Path(self.uri(name).removeprefix("file://")) / "_delta_log"
+        names = {p.name for p in log_dir.iterdir()}
+        starts = sorted(
+            int(n.split(".", 1)[0]) for n in names if ".checkpoint." in n and n.split(".", 1)[0].isdigit()
+        )
+        out = []
+        for v in wanted:
+            start = max((c for c in starts if c <= v), default=None)
+            first = start + 1 if start is not None else 0
+            if start is None and f"{0:020d}.json" not in names:
+                continue
+            if all(f"{w:020d}.json" in names for w in range(first, v + 1)):
+                out.append(v)
+        return out
 
     def vacuum(
         self,
@@ -801,10 +850,11 @@ class Lake:
     ) -> list[str]:
         """Delete the files of ``name`` that only versions older than ``retain_hours`` read (delta-rs).
 
-        delta-rs's lite VACUUM: only files the log has removed (compacted, replaced) are deleted,
-        never a file no commit names yet (a writer's commit in flight), and the versions learner
-        checkpoints trained on keep theirs (:meth:`pinned_versions`). It commits only when it
-        deletes (a VACUUM START and END); with nothing due it lists the log and returns.
+        delta-rs's full VACUUM: files no version of the last ``retain_hours`` reads and older than
+        that are deleted (so never a file a writer's commit in flight is about to name), and the
+        versions learner checkpoints trained on keep theirs (:meth:`pinned_versions`, those the
+        log can still load). It commits only when it deletes (a VACUUM START and END); with
+        nothing due it lists the table's files and returns.
 
         Returns:
             The files deleted (with ``dry_run``, those that would be), relative to the table.
@@ -821,11 +871,15 @@ class Lake:
             )
         if not self.exists(name):
             return []
-        keep = self.pinned_versions(name)
+        keep = self._loadable(name, self.pinned_versions(name))
 
         def run(dt: DeltaTable, dry: bool) -> list[str]:
+            # full: the files no version within the retention reads, listed from the table's
+            # directory. The lite mode only sees files whose `remove` is still in the log, and a
+            # checkpoint drops a `remove` once it is as old as the retention: exactly when its
+            # file is due, so most would never be deleted.
             return self._relative(name, dt.vacuum(
-                retention_hours=math.ceil(retain_hours), dry_run=dry,
+                retention_hours=math.ceil(retain_hours), dry_run=dry, full=True,
                 enforce_retention_duration=retain_hours >= RETENTION_HOURS, keep_versions=keep or None,
             ))  # fmt: skip
 

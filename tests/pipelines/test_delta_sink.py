@@ -308,3 +308,26 @@ def test_held_snapshots_outlive_their_block_in_their_thread_and_are_checked_befo
     forget_held_snapshots()
     with held_snapshots():
         assert lake.table("events") is not fresh
+
+
+def test_a_kept_snapshot_is_stamped_where_its_own_commits_left_it(lake: Lake) -> None:
+    """A compaction through the held snapshot moves it on; a log rolled back under it is then seen.
+
+    (Found by review: kept with the stamp of the version it was last asked for, the snapshot would
+    carry the compaction's files past a rollback of the log that keeps the older commit's file.)
+    """
+    from deltalake import write_deltalake
+
+    from lake.store import held_snapshots
+
+    for i in range(3):
+        write_deltalake(lake.uri("events"), events_table(1 + i), mode="append")
+    with held_snapshots():
+        held = lake.table("events")
+        at = held.version()
+        assert lake.compact("events", min_files=2) is not None and held.version() == at + 1
+    (Path(lake.uri("events")) / "_delta_log" / f"{at + 1:020d}.json").unlink()  # rolled back
+    with held_snapshots():
+        now = lake.table("events")
+        assert now is not held and now.version() == at
+        assert lake.read("events").num_rows == 6
