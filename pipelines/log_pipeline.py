@@ -34,6 +34,7 @@ from fold.rows import EPISODE_TABLES
 from lake.check import refuse_damaged
 from lake.errors import LakeError
 from lake.store import (
+    CHECKPOINT_EVERY,
     COMPACT_MIN_FILES,
     PIPELINE_TABLES,
     RETENTION_HOURS,
@@ -82,6 +83,9 @@ class PipelineConfig:
     """Cap of a micro-batch, in records per partition."""
     compact_min_files: int = COMPACT_MIN_FILES
     """Between batches, a table with this many small files is compacted by delta-rs (0: never)."""
+    checkpoint_every: int = CHECKPOINT_EVERY
+    """Between batches, a table gets a Delta checkpoint once this many commits followed its last one
+    (0: only delta-rs's own, every 100): readers open it from the checkpoint and a few commits."""
     vacuum_every_s: float = 3600.0
     """Between batches, each table is vacuumed by delta-rs at most this often (0: never): the files
     compaction and replaced rows left are deleted once no version of the last ``vacuum_retain_hours``
@@ -715,13 +719,24 @@ _VACUUMED: dict[str, float] = {}
 
 
 def maintain_between_batches(lake: Lake, cfg: PipelineConfig) -> dict[str, Any]:
-    """What the pipeline does to its tables between batches: compaction, and a VACUUM when one is due.
+    """What the pipeline does to its tables between batches: compaction, checkpoints, and a VACUUM when due.
 
-    Each is delta-rs's own (``optimize.compact``, ``vacuum``), run by the driver between two batches:
-    no batch commits meanwhile, and a writer elsewhere waits for at most one of them (they take the
-    lake's commit lock where it has one). Returns the tables compacted and the files vacuumed.
+    Each is delta-rs's own (``optimize.compact``, ``create_checkpoint``, ``vacuum``), run by the
+    driver between two batches: no batch commits meanwhile, and a writer elsewhere waits for at
+    most one of them (they take the lake's commit lock where it has one). Returns the tables
+    compacted and checkpointed, and the files vacuumed per table.
     """
-    out: dict[str, Any] = {"compacted": compact_between_batches(lake, cfg), "vacuumed": {}}
+    out: dict[str, Any] = {
+        "compacted": compact_between_batches(lake, cfg),
+        "vacuumed": {},
+        "checkpointed": [],
+    }
+    for name in PIPELINE_TABLES if cfg.checkpoint_every > 0 else ():
+        try:
+            if lake.checkpoint(name, every=cfg.checkpoint_every) is not None:
+                out["checkpointed"].append(name)
+        except Exception as exc:  # noqa: BLE001 - maintenance never stops the pipeline
+            log.warning("checkpoint of %s skipped: %s", name, str(exc).splitlines()[0][:300])
     if cfg.vacuum_every_s <= 0:
         return out
     now = time.monotonic()

@@ -369,3 +369,38 @@ def test_the_pipeline_vacuums_each_table_once_a_period(
     off = PipelineConfig(bootstrap="unused:9092", lake_root=cfg.lake_root, vacuum_every_s=0)
     monkeypatch.setattr(log_pipeline, "_VACUUMED", {})
     assert maintain_between_batches(lake, off)["vacuumed"] == {} and len(calls) == 18
+
+
+def test_the_pipeline_checkpoints_a_table_every_few_commits_while_readers_read(
+    lake: Lake, tmp_path: Path
+) -> None:
+    import threading
+
+    from pipelines.log_pipeline import PipelineConfig, maintain_between_batches
+
+    cfg = PipelineConfig(bootstrap="unused:9092", lake_root=lake.root, checkpoint_every=10, vacuum_every_s=0)
+    log_dir = Path(lake.uri("failures")) / "_delta_log"
+    assert lake.table("failures").version() == N_FILES and not list(log_dir.glob("*.checkpoint.parquet"))
+    want = lake.read("failures").num_rows
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            try:
+                if Lake(lake.root).read("failures").num_rows != want:
+                    errors.append("a read lost rows")
+            except Exception as exc:  # noqa: BLE001 - a failed read is what this test looks for
+                errors.append(repr(exc))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        done = maintain_between_batches(lake, cfg)
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors[:3]
+    assert "failures" in done["checkpointed"] and (log_dir / f"{N_FILES:020d}.checkpoint.parquet").exists()
+    assert "failures" not in maintain_between_batches(lake, cfg)["checkpointed"]  # not due again yet
+    assert lake.read("failures").num_rows == want and lake.table("failures").version() == N_FILES
