@@ -151,13 +151,19 @@ def _kept(
         if key not in used or "://" in key[0].removeprefix("file://"):
             continue
         version = int(dt.version())
-        path = Path(key[0].removeprefix("file://")) / "_delta_log" / f"{version:020d}.json"
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        out[key] = (dt, version, (st.st_ino, st.st_size, st.st_mtime_ns))
+        stamp = _file_stamp(Path(key[0].removeprefix("file://")) / "_delta_log" / f"{version:020d}.json")
+        if stamp is not None:
+            out[key] = (dt, version, stamp)
     return out
+
+
+def _file_stamp(path: Path) -> Stamp:
+    """A commit file's identity (inode, size, mtime); ``None`` when it is gone."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def forget_held_snapshots() -> None:
@@ -378,12 +384,11 @@ class Lake:
         """
         if self.remote:
             return None
-        path = Path(self.uri(name).removeprefix("file://")) / "_delta_log" / f"{version:020d}.json"
-        try:
-            st = path.stat()
-        except OSError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
+        return _file_stamp(self._log_dir(name) / f"{version:020d}.json")
+
+    def _log_dir(self, name: str) -> Path:
+        """The ``_delta_log`` directory of table ``name`` on a local lake."""
+        return Path(self.uri(name).removeprefix("file://")) / "_delta_log"
 
     def _still_held(self, name: str, dt: DeltaTable, at: int, stamp: Stamp) -> bool:
         """Whether a held snapshot, read at version ``at``, still stands on this table's history.
@@ -828,7 +833,7 @@ class Lake:
         """
         if self.remote or every <= 0 or not self.exists(name):
             return None
-        log_dir = Path(self.uri(name).removeprefix("file://")) / "_delta_log"
+        log_dir = self._log_dir(name)
         try:
             last = int(json.loads((log_dir / "_last_checkpoint").read_text())["version"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -854,7 +859,7 @@ class Lake:
         wanted = [v for v in versions if v <= latest]
         if self.remote or not wanted:
             return wanted
-        log_dir = Path(self.uri(name).removeprefix("file://")) / "_delta_log"
+        log_dir = self._log_dir(name)
         names = {p.name for p in log_dir.iterdir()}
         starts = sorted(
             int(n.split(".", 1)[0]) for n in names if ".checkpoint." in n and n.split(".", 1)[0].isdigit()

@@ -8,6 +8,8 @@ The files each read and merge opens are DataFusion's and delta-rs's own counts
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -170,37 +172,50 @@ def test_the_gaps_between_keys_are_their_common_prefixes_computed_at_once_or_one
         assert got == want
 
 
-def test_compaction_between_writes_while_readers_read(lake: Lake, tmp_path: Path) -> None:
-    """delta-rs compacts the small files while readers read the latest and a pinned version."""
+@contextmanager
+def reading_while(check: Callable[[], str | None], threads: int = 2) -> Iterator[list[str]]:
+    """Threads calling ``check`` in a loop while the block runs; what it returned or raised, listed."""
     import threading
 
-    pinned = lake.table("failures").version()
-    want = lake.read("failures").num_rows
-    assert len(lake.table("failures").file_uris()) == N_FILES
     errors: list[str] = []
     stop = threading.Event()
 
     def reader() -> None:
         while not stop.is_set():
             try:
-                n_now, n_then = lake.read("failures").num_rows, lake.read("failures", version=pinned).num_rows
-                if n_then != want or n_now < want:
-                    errors.append(f"read {n_now} / pinned {n_then} rows, expected {want}")
-            except Exception as exc:  # noqa: BLE001 - a failed read is what this test looks for
+                if (problem := check()) is not None:
+                    errors.append(problem)
+            except Exception as exc:  # noqa: BLE001 - a failed read is what the tests look for
                 errors.append(repr(exc))
 
-    readers = [threading.Thread(target=reader) for _ in range(2)]
-    for t in readers:
+    running = [threading.Thread(target=reader) for _ in range(threads)]
+    for t in running:
         t.start()
     try:
+        yield errors
+    finally:
+        stop.set()
+        for t in running:
+            t.join()
+
+
+def test_compaction_between_writes_while_readers_read(lake: Lake, tmp_path: Path) -> None:
+    """delta-rs compacts the small files while readers read the latest and a pinned version."""
+    pinned = lake.table("failures").version()
+    want = lake.read("failures").num_rows
+    assert len(lake.table("failures").file_uris()) == N_FILES
+
+    def check() -> str | None:
+        n_now, n_then = lake.read("failures").num_rows, lake.read("failures", version=pinned).num_rows
+        if n_then != want or n_now < want:
+            return f"read {n_now} / pinned {n_then} rows, expected {want}"
+        return None
+
+    with reading_while(check) as errors:
         assert lake.compact("failures", min_files=N_FILES + 1) is None  # not due yet: nothing happens
         metrics = lake.compact("failures", min_files=8)
         extra = pa.Table.from_pylist([frow(episode(99, 0), "v1")], schema=TABLES["failures"])
         lake.write("failures", extra, mode="upsert", txns={"a": 200})  # a writer after it goes on
-    finally:
-        stop.set()
-        for t in readers:
-            t.join()
     assert not errors, errors[:3]
     assert metrics is not None and metrics["numFilesRemoved"] == N_FILES and metrics["numFilesAdded"] == 1
     assert len(lake.table("failures").file_uris()) == 2
@@ -260,7 +275,6 @@ def test_vacuum_deletes_what_compaction_left_but_keeps_pinned_versions_while_rea
     lake: Lake, tmp_path: Path
 ) -> None:
     """delta-rs's VACUUM after a compaction: the files only old versions read go, except a checkpoint's."""
-    import threading
 
     from lake.errors import LakeError
 
@@ -288,29 +302,14 @@ def test_vacuum_deletes_what_compaction_left_but_keeps_pinned_versions_while_rea
     dry = lake.vacuum("failures", retain_hours=0, allow_short_retention=True, dry_run=True)
     on_disk = {p.name for p in table.glob("*.parquet")}
     assert {Path(f).name for f in dry} == on_disk - latest - files_at[pinned]
-    errors: list[str] = []
-    stop = threading.Event()
 
-    def reader() -> None:
-        while not stop.is_set():
-            try:
-                if (
-                    lake.read("failures").num_rows != want
-                    or lake.read("failures", version=pinned).num_rows != then
-                ):
-                    errors.append("a read lost rows")
-            except Exception as exc:  # noqa: BLE001 - a failed read is what this test looks for
-                errors.append(repr(exc))
+    def check() -> str | None:
+        if lake.read("failures").num_rows != want or lake.read("failures", version=pinned).num_rows != then:
+            return "a read lost rows"
+        return None
 
-    readers = [threading.Thread(target=reader) for _ in range(2)]
-    for t in readers:
-        t.start()
-    try:
+    with reading_while(check) as errors:
         gone = lake.vacuum("failures", retain_hours=0, allow_short_retention=True)
-    finally:
-        stop.set()
-        for t in readers:
-            t.join()
     assert not errors, errors[:3]
     assert sorted(gone) == sorted(dry) and len(gone) == N_FILES - pinned  # version 10 reads 10 files
     left = {p.name for p in table.glob("*.parquet")}
@@ -374,7 +373,6 @@ def test_the_pipeline_vacuums_each_table_once_a_period(
 def test_the_pipeline_checkpoints_a_table_every_few_commits_while_readers_read(
     lake: Lake, tmp_path: Path
 ) -> None:
-    import threading
 
     from pipelines.log_pipeline import PipelineConfig, maintain_between_batches
 
@@ -382,24 +380,12 @@ def test_the_pipeline_checkpoints_a_table_every_few_commits_while_readers_read(
     log_dir = Path(lake.uri("failures")) / "_delta_log"
     assert lake.table("failures").version() == N_FILES and not list(log_dir.glob("*.checkpoint.parquet"))
     want = lake.read("failures").num_rows
-    errors: list[str] = []
-    stop = threading.Event()
 
-    def reader() -> None:
-        while not stop.is_set():
-            try:
-                if Lake(lake.root).read("failures").num_rows != want:
-                    errors.append("a read lost rows")
-            except Exception as exc:  # noqa: BLE001 - a failed read is what this test looks for
-                errors.append(repr(exc))
+    def check() -> str | None:
+        return "a read lost rows" if Lake(lake.root).read("failures").num_rows != want else None
 
-    t = threading.Thread(target=reader)
-    t.start()
-    try:
+    with reading_while(check, threads=1) as errors:
         done = maintain_between_batches(lake, cfg)
-    finally:
-        stop.set()
-        t.join()
     assert not errors, errors[:3]
     assert "failures" in done["checkpointed"] and (log_dir / f"{N_FILES:020d}.checkpoint.parquet").exists()
     assert "failures" not in maintain_between_batches(lake, cfg)["checkpointed"]  # not due again yet
