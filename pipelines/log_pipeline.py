@@ -736,7 +736,7 @@ def maintain_between_batches(lake: Lake, cfg: PipelineConfig) -> dict[str, Any]:
             if lake.checkpoint(name, every=cfg.checkpoint_every) is not None:
                 out["checkpointed"].append(name)
         except Exception as exc:  # noqa: BLE001 - maintenance never stops the pipeline
-            log.warning("checkpoint of %s skipped: %s", name, str(exc).splitlines()[0][:300])
+            log.warning("checkpoint of %s skipped: %s", name, _first_line(exc))
     if cfg.vacuum_every_s <= 0:
         return out
     now = time.monotonic()
@@ -748,11 +748,16 @@ def maintain_between_batches(lake: Lake, cfg: PipelineConfig) -> dict[str, Any]:
         try:
             files = lake.vacuum(name, retain_hours=cfg.vacuum_retain_hours)
         except Exception as exc:  # noqa: BLE001 - maintenance never stops the pipeline (a lost race, ...)
-            log.warning("vacuum of %s skipped: %s", name, str(exc).splitlines()[0][:300])
+            log.warning("vacuum of %s skipped: %s", name, _first_line(exc))
             continue
         if files:
             out["vacuumed"][name] = len(files)
     return out
+
+
+def _first_line(exc: BaseException) -> str:
+    """An error's first line for a log line (its type when it has no message)."""
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:300]
 
 
 def compact_between_batches(lake: Lake, cfg: PipelineConfig) -> list[str]:
