@@ -77,6 +77,16 @@ COMPACT_TARGET_BYTES = 128 << 20
 RETENTION_HOURS = 168.0
 """Delta's safety bound: a VACUUM keeps the files every version of the last week reads."""
 
+LOG_RETENTION_HOURS = 30 * 24.0
+"""Commit and checkpoint files of the log older than this may go (Delta's default log retention),
+except those a version learner checkpoints trained on needs (:meth:`Lake.cleanup_log`)."""
+
+LOG_CLEANUP_PROPERTY = "delta.enableExpiredLogCleanup"
+LOG_CLEANUP_OFF = {LOG_CLEANUP_PROPERTY: "false"}
+"""Table property set on every table: no writer (delta-rs's every 100th commit, Spark's at its
+checkpoints) deletes old log files on its own, which would make a version a checkpoint's lineage
+names unloadable 30 days on; :meth:`Lake.cleanup_log` does it between batches, keeping those."""
+
 WriteMode = Literal["insert_new", "upsert", "replace_episodes"]
 
 TableHandle = DeltaTable
@@ -355,6 +365,7 @@ class Lake:
             schema=TABLES[name],
             partition_by=list(PARTITION_COLUMNS.get(name, ())) or None,
             mode="ignore",
+            configuration=dict(LOG_CLEANUP_OFF),
             storage_options=self.storage_options,
         )
 
@@ -874,6 +885,56 @@ class Lake:
                 out.append(v)
         return out
 
+    def cleanup_log(self, name: str, *, retain_hours: float = LOG_RETENTION_HOURS) -> list[str]:
+        """Delete the log files of ``name`` older than ``retain_hours`` that no version still needs.
+
+        Delta's own cleanup deletes every expired file below the newest checkpoint, so a version a
+        learner checkpoint trained on (:meth:`pinned_versions`) stops loading once its commits are
+        30 days old, even though a VACUUM kept its data files. Here the files kept start at the
+        checkpoint the oldest pinned version loads from (the newest one below everything pinned
+        and the latest version): a prefix of the log goes, never a gap, and the oldest file kept is
+        a checkpoint, so every version from there on loads (delta-rs and Spark alike). Files go
+        only below a checkpoint whose own commit is older than ``retain_hours``. First sets
+        :data:`LOG_CLEANUP_OFF` on a table made without it (one commit), so no writer cleans up
+        on its own. Local lakes only (``[]`` elsewhere).
+
+        Returns:
+            The names of the log files deleted, oldest first.
+        """
+        if self.remote or not self.exists(name):
+            return []
+        dt = self.table(name)
+        if dt.metadata().configuration.get(LOG_CLEANUP_PROPERTY) != "false":
+            with self.writing():
+                try:
+                    self.table(name).alter.set_table_properties(
+                        dict(LOG_CLEANUP_OFF), raise_if_not_exists=False
+                    )
+                except DeltaError as exc:
+                    raise LakeError(f"cannot turn the writers' log cleanup off on {name}: {exc}") from exc
+            dt = self.table(name)
+        log_dir = self._log_dir(name)
+        files = {p: _log_version(p.name) for p in log_dir.iterdir()}
+        checkpoints = sorted({v for p, v in files.items() if v is not None and ".checkpoint." in p.name})
+        needed = [int(dt.version()), *self._loadable(name, self.pinned_versions(name))]
+        floor = min(max((c for c in checkpoints if c <= v), default=0) for v in needed)
+        cutoff = time.time() - retain_hours * 3600
+        start = 0
+        for c in reversed([c for c in checkpoints if 0 < c <= floor]):
+            commit = log_dir / f"{c:020d}.json"
+            anchor = commit if commit.exists() else log_dir / f"{c:020d}.checkpoint.parquet"
+            with contextlib.suppress(OSError):
+                if anchor.stat().st_mtime < cutoff:
+                    start = c
+                    break
+        gone = sorted((p for p, v in files.items() if v is not None and v < start), key=lambda p: p.name)
+        for p in gone:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+        if gone:
+            log.info("log of %s: %d files before version %d deleted", name, len(gone), start)
+        return [p.name for p in gone]
+
     def vacuum(
         self,
         name: str,
@@ -1018,6 +1079,15 @@ class Lake:
                 commit_properties=props,
                 storage_options=self.storage_options,
             )
+
+
+def _log_version(file_name: str) -> int | None:
+    """The version a ``_delta_log`` file is of; None for others (``_last_checkpoint``, temp files).
+
+    Versions are zero-padded to 20 digits: ``…0042.json``, ``…0042.checkpoint.parquet``, ``…0042.crc``.
+    """
+    head = file_name.split(".", 1)[0]
+    return int(head) if len(head) == 20 and head.isdigit() and "." in file_name else None
 
 
 SCAN_LOG_ENV = "TRAJLAKE_SCAN_LOG"

@@ -36,6 +36,7 @@ from lake.errors import LakeError
 from lake.store import (
     CHECKPOINT_EVERY,
     COMPACT_MIN_FILES,
+    LOG_RETENTION_HOURS,
     PIPELINE_TABLES,
     RETENTION_HOURS,
     Lake,
@@ -93,6 +94,9 @@ class PipelineConfig:
     vacuum_retain_hours: float = RETENTION_HOURS
     """What the pipeline's VACUUM keeps: files versions this recent read (never under Delta's week;
     versions learner checkpoints trained on are kept whatever their age)."""
+    log_retain_hours: float = LOG_RETENTION_HOURS
+    """With each VACUUM, the log's commits older than this go (Delta's 30 days), except those the
+    versions learner checkpoints trained on need to load."""
     num_workers: int = 2
     """Workers of the local ``FnApiRunner``."""
     running_mode: str = "multi_processing"
@@ -721,14 +725,18 @@ _VACUUMED: dict[str, float] = {}
 def maintain_between_batches(lake: Lake, cfg: PipelineConfig) -> dict[str, Any]:
     """What the pipeline does to its tables between batches: compaction, checkpoints, and a VACUUM when due.
 
+    With the VACUUM goes the log's cleanup (:meth:`Lake.cleanup_log`: expired commits, but never
+    those a version learner checkpoints trained on needs; no writer cleans the log on its own).
+
     Each is delta-rs's own (``optimize.compact``, ``create_checkpoint``, ``vacuum``), run by the
     driver between two batches: no batch commits meanwhile, and a writer elsewhere waits for at
     most one of them (they take the lake's commit lock where it has one). Returns the tables
-    compacted and checkpointed, and the files vacuumed per table.
+    compacted and checkpointed, and the data files vacuumed and log files deleted per table.
     """
     out: dict[str, Any] = {
         "compacted": compact_between_batches(lake, cfg),
         "vacuumed": {},
+        "logs_cleaned": {},
         "checkpointed": [],
     }
     for name in PIPELINE_TABLES if cfg.checkpoint_every > 0 else ():
@@ -752,6 +760,13 @@ def maintain_between_batches(lake: Lake, cfg: PipelineConfig) -> dict[str, Any]:
             continue
         if files:
             out["vacuumed"][name] = len(files)
+        try:
+            logs = lake.cleanup_log(name, retain_hours=cfg.log_retain_hours)
+        except Exception as exc:  # noqa: BLE001 - maintenance never stops the pipeline
+            log.warning("log cleanup of %s skipped: %s", name, _first_line(exc))
+            continue
+        if logs:
+            out["logs_cleaned"][name] = len(logs)
     return out
 
 

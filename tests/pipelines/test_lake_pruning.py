@@ -390,3 +390,76 @@ def test_the_pipeline_checkpoints_a_table_every_few_commits_while_readers_read(
     assert "failures" in done["checkpointed"] and (log_dir / f"{N_FILES:020d}.checkpoint.parquet").exists()
     assert "failures" not in maintain_between_batches(lake, cfg)["checkpointed"]  # not due again yet
     assert lake.read("failures").num_rows == want and lake.table("failures").version() == N_FILES
+
+
+def _age_log(table: str, days: float) -> None:
+    """Make every file of the table's log look ``days`` old (as after a month of batches)."""
+    import os
+    import time
+
+    then = time.time() - days * 86400
+    for p in (Path(table) / "_delta_log").iterdir():
+        os.utime(p, (then, then))
+
+
+def test_no_writer_cleans_the_log_on_its_own(tmp_path: Path) -> None:
+    """delta-rs deletes the log below its newest expired checkpoint at each checkpoint it writes,
+    unless the table says not to: a version a learner checkpoint names would stop loading."""
+    from deltalake import DeltaTable, write_deltalake
+
+    rows = pa.Table.from_pylist([frow("ep-1", "v1")], schema=TABLES["failures"])
+    lk = Lake(tmp_path / "lake")
+    lk.ensure(["failures"])
+    plain = str(tmp_path / "plain")  # the same table made without the property: the control
+    DeltaTable.create(plain, schema=TABLES["failures"])
+    every = {"delta.checkpointInterval": "10"}  # (delta-rs's own checkpoints every 10 commits, not 100)
+    for uri in (lk.uri("failures"), plain):
+        DeltaTable(uri).alter.set_table_properties(every)
+        for _ in range(15):
+            write_deltalake(uri, rows, mode="append")
+        _age_log(uri, 40)  # a checkpoint and the commits before it are past Delta's 30 days
+        for _ in range(10):  # delta-rs's next checkpoint, and its cleanup where allowed
+            write_deltalake(uri, rows, mode="append")
+    assert not (Path(plain) / "_delta_log" / f"{1:020d}.json").exists()  # the control: cleaned
+    assert (Path(lk.uri("failures")) / "_delta_log" / f"{1:020d}.json").exists()
+    assert DeltaTable(lk.uri("failures"), version=3).to_pyarrow_table().num_rows == 2
+    with pytest.raises(Exception):  # noqa: B017,PT011 - delta-rs's own error: the version is gone
+        DeltaTable(plain, version=3)
+
+
+def test_log_cleanup_keeps_what_pinned_versions_load_from(lake: Lake) -> None:
+    """Expired commits go, a prefix of the log at a time, but never those a checkpoint's version needs."""
+    from deltalake import DeltaTable
+
+    log_dir = Path(lake.uri("failures")) / "_delta_log"
+    for v in (8, 16):  # checkpoints at 8 and 16 (of versions 0..24)
+        DeltaTable(lake.uri("failures"), version=v).create_checkpoint()
+    assert lake.cleanup_log("failures") == []  # nothing is a month old
+    _age_log(lake.uri("failures"), 40)
+    lake.write("checkpoints", pa.Table.from_pylist([checkpoint_row("ck-1", {"failures": 12})],
+               schema=TABLES["checkpoints"]), mode="upsert")  # fmt: skip
+    rows_at_12 = lake.read("failures", version=12).num_rows
+    gone = lake.cleanup_log("failures")  # version 12 loads from the checkpoint at 8: 8.. stay
+    assert gone and all(int(n[:20]) < 8 for n in gone) and (log_dir / f"{8:020d}.checkpoint.parquet").exists()
+    assert {int(n[:20]) for n in gone} == set(range(8))
+    assert DeltaTable(lake.uri("failures"), version=12).to_pyarrow_table().num_rows == rows_at_12 == 60 * 12
+    assert lake.read("failures").num_rows == 60 * N_FILES
+    assert lake.cleanup_log("failures") == []
+    # without the pin (the checkpoint row replaced by one naming the latest version), 8..15 go too
+    lake.write("checkpoints", pa.Table.from_pylist([checkpoint_row("ck-1", {"failures": N_FILES})],
+               schema=TABLES["checkpoints"]), mode="upsert")  # fmt: skip
+    gone = lake.cleanup_log("failures")
+    assert {int(n[:20]) for n in gone} == set(range(8, 16))
+    assert lake.read("failures").num_rows == 60 * N_FILES
+    with pytest.raises(Exception):  # noqa: B017,PT011 - delta-rs's own error: the version is gone
+        DeltaTable(lake.uri("failures"), version=12)
+
+
+def test_log_cleanup_turns_the_writers_cleanup_off_on_an_older_table(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    lk = Lake(tmp_path / "lake")
+    DeltaTable.create(lk.uri("failures"), schema=TABLES["failures"])  # made by an older trajlake
+    assert "delta.enableExpiredLogCleanup" not in lk.table("failures").metadata().configuration
+    assert lk.cleanup_log("failures") == []
+    assert lk.table("failures").metadata().configuration["delta.enableExpiredLogCleanup"] == "false"
