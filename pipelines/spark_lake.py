@@ -273,31 +273,24 @@ class SparkLake:
     ) -> int:
         """Delete files no version within ``retain_hours`` references; returns how many.
 
-        Under Delta's safety bound (a week) a VACUUM can delete files a concurrent
-        writer has written but not committed yet, and the files of versions that
-        readers still pin (the API's ``?version=``, a re-judge's pinned read); it is
-        refused unless ``allow_short_retention`` says the caller knows no writer or
-        reader needs them (e.g. the pipeline is stopped).
+        The VACUUM is delta-rs's (:meth:`lake.Lake.vacuum`), not Spark's: Spark's has no way to keep
+        the files of the versions learner checkpoints trained on, which the pipeline's own VACUUM
+        keeps whatever their age, and it would delete them here. Under Delta's safety bound (a
+        week) a VACUUM can delete files a concurrent writer has written but not committed yet,
+        and the files of versions that readers still pin (the API's ``?version=``, a re-judge's
+        pinned read); it is refused unless ``allow_short_retention`` says the caller knows no
+        writer or reader needs them (e.g. the pipeline is stopped). It takes the lake's commit
+        lock itself.
 
         Raises:
-            LakeError: a short retention without ``allow_short_retention``, or Spark failed.
+            LakeError: a short retention without ``allow_short_retention``, or delta-rs failed.
         """
-        if retain_hours < DEFAULT_RETENTION_HOURS and not allow_short_retention:
-            raise LakeError(
-                f"a retention of {retain_hours:g} h is under Delta's safety bound of "
-                f"{DEFAULT_RETENTION_HOURS:g} h: files of pinned versions, and of commits a running "
-                "pipeline is making, could be deleted; stop the writers and allow it explicitly"
-            )
-        conf = self.spark.conf
-        check = "spark.databricks.delta.retentionDurationCheck.enabled"
-        conf.set(check, "false" if retain_hours < DEFAULT_RETENTION_HOURS else "true")
-        try:
-            stmt = f"VACUUM delta.`{self.path(name)}` RETAIN {retain_hours} HOURS"
-            files = self._run(f"{stmt} DRY RUN").count()
-            self._run(stmt).collect()
-        finally:
-            conf.set(check, "true")
-        return int(files)
+        from lake import Lake
+
+        if name not in TABLES:
+            raise LakeError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
+        lake = Lake(self.root, self.storage_options or None)
+        return len(lake.vacuum(name, retain_hours=retain_hours, allow_short_retention=allow_short_retention))
 
     def _run(self, statement: str) -> Any:
         try:
@@ -314,7 +307,11 @@ class SparkLake:
         allow_short_retention: bool = False,
         on_table: Callable[[MaintenanceResult], None] | None = None,
     ) -> list[MaintenanceResult]:
-        """OPTIMIZE (with each table's Z-order) and VACUUM the given (default: all existing) tables."""
+        """OPTIMIZE and VACUUM the given (default: all existing) tables.
+
+        OPTIMIZE is Spark's, with each table's Z-order; VACUUM is delta-rs's, which keeps the files
+        of the versions learner checkpoints trained on.
+        """
         names = [t for t in (tables or TABLES) if self.exists(t)]
         out = []
         for name in names:
@@ -325,11 +322,11 @@ class SparkLake:
             # put-if-absent here): Spark's commits take it too, or a pipeline's could be lost
             with self._commit_lock():
                 self.optimize(name)
-                deleted = (
-                    self.vacuum(name, retain_hours=retain_hours, allow_short_retention=allow_short_retention)
-                    if vacuum
-                    else 0
-                )
+            deleted = (  # (delta-rs's VACUUM, which takes the lock itself)
+                self.vacuum(name, retain_hours=retain_hours, allow_short_retention=allow_short_retention)
+                if vacuum
+                else 0
+            )
             after = self.detail(name)
             res = MaintenanceResult(
                 table=name,

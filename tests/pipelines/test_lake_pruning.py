@@ -318,6 +318,25 @@ def test_vacuum_deletes_what_compaction_left_but_keeps_pinned_versions_while_rea
     assert lake.vacuum("failures", retain_hours=0, allow_short_retention=True) == []  # nothing left to do
 
 
+def test_lake_maintain_vacuums_with_delta_rs_keeping_pinned_versions(lake: Lake) -> None:
+    """`trajlake lake maintain` (Spark's OPTIMIZE) vacuums with delta-rs: Spark's VACUUM cannot keep the
+    files of the versions learner checkpoints trained on."""
+    from lake.errors import LakeError
+    from pipelines.spark_lake import SparkLake
+
+    pinned = 10
+    lake.write("checkpoints", pa.Table.from_pylist([checkpoint_row("ck-1", {"failures": pinned})],
+               schema=TABLES["checkpoints"]), mode="upsert")  # fmt: skip
+    assert lake.compact("failures", min_files=8) is not None
+    sl = SparkLake(lake.root)
+    with pytest.raises(LakeError, match="under Delta's safety bound"):
+        sl.vacuum("failures", retain_hours=0)
+    assert sl.vacuum("failures", retain_hours=0, allow_short_retention=True) == N_FILES - pinned
+    assert sl._spark is None  # (no JVM was started for it)
+    assert lake.read("failures", version=pinned).num_rows == 60 * pinned
+    assert lake.read("failures").num_rows == 60 * N_FILES
+
+
 def test_vacuum_finds_removed_files_a_checkpoint_no_longer_names(lake: Lake) -> None:
     """A checkpoint drops a file's ``remove`` once it is as old as the retention: the VACUUM still finds it.
 
