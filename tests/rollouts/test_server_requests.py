@@ -7,12 +7,15 @@ and serves ``/v1/models`` the way vLLM does (``root``: the path of the loaded we
 read the bodies the server received, not what the client says it would send, so each fails if the
 client stops sending one sampling parameter, and they follow the served weights' version from the
 server (or the spec, or a file) into the recorded ``episode_started`` and ``model_call`` events and
-the sample rows the learner reads.
+the sample rows the learner reads; then, on a real broker and lake, through the rollout worker and
+into a learner step whose ``max_policy_lag`` admits or leaves out server episodes by their place
+along the parent's lineage.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,11 +28,19 @@ import pytest
 from fold import fold_episode
 from fold.samples import sample_rows
 from ingest import EpisodeRecorder, MemorySink
+from ingest.kafka_broker import EmbeddedKafka
+from ingest.log_reader import read_events
 from judges import load_task
 from judges.tasks import Task
+from learners.checkpoints import Lineage, load_checkpoint, publish_checkpoint, save_checkpoint
+from learners.trainer import TrainArgs, TrainResult, supervised_warm_start, train
+from pipelines import PipelineConfig, run_once
+from rollouts import run_episode
 from rollouts.policies import ModelCall, OpenAIChatPolicy, Policy
+from rollouts.runner import ROLLOUT_SPEC
+from sandboxes import SandboxBackend, SandboxPool
 from schemas import parse_event
-from schemas.events import PolicyRef
+from schemas.events import PolicyRef, RewardPayload
 from tests.rollouts.tiny_chat import chat_tokenizer
 from trajlake.policy_specs import make_policy
 
@@ -67,15 +78,19 @@ class FakeServer:
     models_root: str = "/srv/models/tiny"
     """The ``root`` ``/v1/models`` reports: the path the server loaded its weights from."""
     gets: list[str] = field(default_factory=list)
+    prompt_ids: list[int] | None = None
+    """The chat reply's ``prompt_token_ids`` (``None``: the recorded fixture's)."""
 
     def bodies(self, path: str) -> list[dict[str, Any]]:
         """The bodies POSTed to ``path``."""
         return [b for p, b in self.requests if p == path]
 
 
-def _chat_reply(body: dict[str, Any]) -> dict[str, Any]:
+def _chat_reply(body: dict[str, Any], prompt_ids: list[int] | None = None) -> dict[str, Any]:
     """vLLM's chat completion with ``return_token_ids`` (the recorded fixture), saying ``submit``."""
     reply = json.loads((FIXTURES / "vllm_return_token_ids.json").read_text())
+    if prompt_ids is not None:
+        reply["prompt_token_ids"] = prompt_ids
     choice = reply["choices"][0]
     choice["message"]["content"] = "submit"
     choice["token_ids"] = COMPLETION_IDS
@@ -144,12 +159,14 @@ def server() -> Iterator[FakeServer]:
             assert state is not None
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append((self.path, body))
-            answer = {"/v1/chat/completions": _chat_reply, "/v1/completions": _completion_reply,
-                      "/generate": _generate_reply}.get(self.path)  # fmt: skip
-            if answer is None:
-                self._send({"detail": "Not Found"}, 404)
+            if self.path == "/v1/chat/completions":
+                self._send(_chat_reply(body, state.prompt_ids))
+            elif self.path == "/v1/completions":
+                self._send(_completion_reply(body))
+            elif self.path == "/generate":
+                self._send(_generate_reply(body))
             else:
-                self._send(answer(body))
+                self._send({"detail": "Not Found"}, 404)
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -371,3 +388,113 @@ def test_without_a_setting_the_checkpoint_id_in_the_served_path_is_the_policy_ve
     assert _recorded(sink, first) == (old, [old], [old])
     assert _recorded(sink, second) == (new, [new], [new])
     assert server.gets.count("/v1/models") == 2  # asked before each episode
+
+
+@pytest.mark.kafka
+def test_the_rollout_worker_stamps_each_episode_with_the_checkpoint_served_then(
+    server: FakeServer, task: Task, kafka: EmbeddedKafka, topic: str, tmp_path: Path,
+    local_backend: SandboxBackend, base_image: str,
+) -> None:  # fmt: skip
+    """``run_episode`` asks the policy what it serves before it opens each episode."""
+    policy = make_policy(f"openai:{server.base_url}#{MODEL}?logprobs=processed")
+    rec = EpisodeRecorder.open(bootstrap=kafka.bootstrap, home=tmp_path, worker_id="w", topic=topic,
+                               delivery="inline")  # fmt: skip
+    served = ("agent-20261204T090000-0a1b2c", "agent-20261204T093000-3d4e5f")
+    outcomes = []
+    try:
+        with SandboxPool(local_backend, ROLLOUT_SPEC, max_size=1) as pool:
+            for ckpt in served:
+                server.models_root = f"/srv/checkpoints/{ckpt}/hf"  # the server reloaded between episodes
+                outcomes.append(run_episode(task, policy, pool, rec))
+        rec.flush()
+    finally:
+        rec.close()
+        policy.close()
+    for out, ckpt in zip(
+        outcomes, ("agent-20261204T090000-0a1b2c", "agent-20261204T093000-3d4e5f"), strict=True
+    ):
+        assert out.status == "failure" and out.model_calls == 1 and out.policy_version == ckpt
+        events = [r.event for r in read_events(kafka.bootstrap, topic, episode_id=out.episode_id)]
+        assert events[0] is not None and events[0].type == "episode_started"
+        assert events[0].payload.policy.version == ckpt
+        [call] = [e.payload for e in events if e is not None and e.type == "model_call"]
+        assert call.served_by is not None and call.served_by.weights_version == ckpt
+
+
+# ------------------------------------------------------------------ policy lag along the lineage
+
+
+@pytest.mark.kafka
+def test_server_rollouts_are_admitted_by_policy_lag_along_the_lineage(
+    server: FakeServer, task: Task, kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    """Episodes a server sampled carry the served checkpoint's id, so ``max_policy_lag`` can tell
+    how far behind the learner's parent each one is: within the bound trained, beyond it (or off
+    the lineage) left out whole and counted, never all dropped as version ``"0"``."""
+    topic = f"t.server-lag.{random.getrandbits(32):08x}"
+    learner = f"{topic}.learner"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2, learner: 1}).ensure_topics()
+    lake = str(tmp_path / "lake")
+    cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=lake, topics=(topic, learner),
+                         control_topics={"checkpoint": learner})  # fmt: skip
+    # a lineage c0 <- c1 <- c2: the learner's next step starts from c2
+    c0 = supervised_warm_start(
+        [("Write sun reversed.\n", "nus")], checkpoint_root=str(tmp_path / "ckpt"), steps=2
+    )
+    _, model_cfg, weights = load_checkpoint(c0.path)
+    chain = [c0]
+    for _ in range(2):
+        chain.append(save_checkpoint(
+            tmp_path / "ckpt", policy_id=c0.policy_id, backend="torch", config=model_cfg, weights=weights,
+            lineage=Lineage(lake_uri="", table_versions={}, judge_name=None, judge_version=None,
+                            num_samples=0, parent_id=chain[-1].checkpoint_id, note="a pushed step"),
+        ))  # fmt: skip
+    for info in chain:
+        publish_checkpoint(kafka.bootstrap, learner, info)
+    c0, c1, c2 = chain
+
+    # the server serves each checkpoint in turn (vLLM's /v1/models names the directory it loaded),
+    # and weights from outside the lineage last; two episodes a group, one passing, one failing
+    server.prompt_ids = [1, 5, 6, 7]  # within the tiny model's vocabulary
+    policy = make_policy(f"openai:{server.base_url}#{MODEL}?logprobs=processed")
+    rec = EpisodeRecorder.open(bootstrap=kafka.bootstrap, home=tmp_path, worker_id="w", topic=topic,
+                               delivery="inline")  # fmt: skip
+    served = {
+        "lag0": f"{c2.path}/hf",
+        "lag1": f"{c1.path}/hf",
+        "lag2": f"{c0.path}/hf",
+        "off": "/srv/models/other",
+    }
+    versions: dict[str, str] = {}
+    try:
+        for group, root in served.items():
+            server.models_root = root
+            for verdict in ("pass", "fail"):
+                policy.sync()  # as run_episode does before it opens the episode
+                ref = PolicyRef(id=policy.policy_id, version=policy.policy_version)
+                with rec.episode(task=task.ref, policy=ref, group_id=group, sampling=policy.sampling) as ep:
+                    ep.model_call(**_one_call(policy, task).event_fields())
+                    ep.record_reward(RewardPayload(judge_name="tests", judge_version="v1", verdict=verdict,
+                                                   score=1.0 if verdict == "pass" else 0.0))  # fmt: skip
+                    ep.end("success" if verdict == "pass" else "failure")
+                versions[group] = policy.policy_version
+        rec.flush()
+    finally:
+        rec.close()
+        policy.close()
+    assert versions == {"lag0": c2.checkpoint_id, "lag1": c1.checkpoint_id, "lag2": c0.checkpoint_id,
+                        "off": "/srv/models/other"}  # fmt: skip
+    run_once(cfg)
+
+    def step(max_lag: int | None) -> TrainResult:
+        return train(TrainArgs(lake=lake, checkpoint_root=str(tmp_path / "ckpt"), judge_name="tests",
+                               parent=c2.path, max_policy_lag=max_lag, epochs=1, batch_size=8))  # fmt: skip
+
+    bounded = step(1)
+    assert bounded.checkpoint is not None and bounded.samples == 4  # lag 0 and lag 1, both whole groups
+    metrics = bounded.checkpoint.lineage.metrics
+    assert metrics["policy_lag"] == {"0": 2, "1": 2, "2": 2, "unknown": 2}
+    assert metrics["samples_excluded"]["policy_lag"] == 4  # lag 2 and the weights off the lineage
+    unbounded = step(None)
+    assert unbounded.checkpoint is not None and unbounded.samples == 8
+    assert "policy_lag" not in unbounded.checkpoint.lineage.metrics["samples_excluded"]
