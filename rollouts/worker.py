@@ -101,7 +101,11 @@ def run_episode(
     verdict = score = None
     status = "aborted"
     error = None
-    policy.sync()  # the weights it serves now: the episode's policy version
+    sync_error: Exception | None = None
+    try:
+        policy.sync()  # the weights it serves now: the episode's policy version
+    except Exception as exc:  # noqa: BLE001 - the episode records it (below), the worker goes on
+        sync_error = exc
     ep = recorder.episode(
         task=task.ref,
         policy=PolicyRef(id=policy.policy_id, version=policy.policy_version),
@@ -114,6 +118,9 @@ def run_episode(
         keep_events=True,
     )
     try:
+        if sync_error is not None:  # (under the version it served last: never trained on, infra_error)
+            with ep:
+                raise sync_error
         with ep, pool.lease(
             image=task.spec.initial_state.image, workspace=task.initial_dir, timeout=acquire_timeout,
             listener=ep.sandbox_step,

@@ -35,7 +35,7 @@ from judges.tasks import Task
 from learners.checkpoints import Lineage, load_checkpoint, publish_checkpoint, save_checkpoint
 from learners.trainer import TrainArgs, TrainResult, supervised_warm_start, train
 from pipelines import PipelineConfig, run_once
-from rollouts import PolicyUnavailableError, run_episode
+from rollouts import run_episode
 from rollouts.policies import ModelCall, OpenAIChatPolicy, Policy
 from rollouts.runner import ROLLOUT_SPEC
 from sandboxes import SandboxBackend, SandboxPool
@@ -422,13 +422,6 @@ def test_the_rollout_worker_stamps_each_episode_with_the_checkpoint_served_then(
 
 
 @pytest.mark.kafka
-@pytest.mark.xfail(
-    strict=True,
-    raises=PolicyUnavailableError,
-    reason="run_episode calls policy.sync() before its try block: a weights_file that cannot be read "
-    "raises PolicyUnavailableError (an InfraError) out of run_episode, which promises never to raise for "
-    "the policy's sake, and the worker process stops with its remaining assignments unrun",
-)
 def test_an_unreadable_weights_file_ends_the_episode_as_infra_error_without_raising(
     server: FakeServer, task: Task, kafka: EmbeddedKafka, topic: str, tmp_path: Path,
     local_backend: SandboxBackend, base_image: str,
