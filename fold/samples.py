@@ -180,6 +180,8 @@ def _assistant(call: EventView) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "assistant", "content": call.p["completion"]}
     if call.p["tool_calls"]:
         msg["tool_calls"] = call.p["tool_calls"]
+    if call.p["reasoning"]:
+        msg["reasoning_content"] = call.p["reasoning"]
     return msg
 
 

@@ -333,12 +333,14 @@ class Episode:
         served_by: ServedBy | Mapping[str, Any] | None = None,
         sampling: Mapping[str, Any] | None = None,
         history_break: bool = False,
+        reasoning: str | None = None,
         ts: dt.datetime | None = None,
     ) -> str:
         """Record one completion of the policy (with its native ``tool_calls``, when it made any).
 
         ``served_by`` says what sampled it and what its log-probabilities are of,
-        ``sampling`` every sampling parameter the request set.
+        ``sampling`` every sampling parameter the request set, ``reasoning`` the
+        completion's reasoning apart from its answer (``completion``).
 
         Prompt messages larger than the inline limit go to the blob store and
         the event carries their reference instead.
@@ -351,7 +353,7 @@ class Episode:
                 msgs = [m if isinstance(m, ChatMessage) else ChatMessage(**m) for m in messages]
                 rec = self.recorder
                 if rec.blobs is not None:
-                    size = sum(len(m.content) for m in msgs)
+                    size = sum(len(m.content) + len(m.reasoning_content or "") for m in msgs)
                     if size > rec.inline_limit:
                         blob = json.dumps([m.model_dump(mode="json") for m in msgs]).encode()
                         ref, msgs = rec.blobs.put(blob), None
@@ -374,6 +376,7 @@ class Episode:
                 else ServedBy(**served_by),
                 sampling=dict(sampling) if sampling is not None else None,
                 history_break=history_break,
+                reasoning=reasoning,
             )  # fmt: skip
 
         event_id = self._emit(ModelCall, build, ts=ts)

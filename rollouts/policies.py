@@ -43,6 +43,8 @@ class ModelCall:
     sampling: dict[str, Any] | None = None
     """Every sampling parameter the request set."""
     history_break: bool = False
+    reasoning: str | None = None
+    """The completion's reasoning, apart from its answer (``completion``)."""
 
     def event_fields(self) -> dict[str, Any]:
         """Keyword arguments of ``Episode.model_call``."""
@@ -63,6 +65,7 @@ class ModelCall:
             "served_by": self.served_by,
             "sampling": self.sampling,
             "history_break": self.history_break,
+            "reasoning": self.reasoning,
         }
 
 
@@ -195,6 +198,8 @@ class ChatReply:
     completion_logprobs: list[float] | None
     finish_reason: str | None
     model: str | None
+    reasoning: str | None = None
+    """The reasoning the server's reasoning parser split off the answer (``None``: none)."""
 
 
 def _token_id(entry: dict[str, Any]) -> int | None:
@@ -215,6 +220,8 @@ def parse_chat_reply(reply: dict[str, Any]) -> ChatReply:
     ``return_tokens_as_token_ids``). Log-probabilities come from
     ``logprobs.content[].logprob``. Where a server returns no ids (OpenAI
     itself), they are ``None`` and the learner leaves the sample out, counted.
+    The reasoning a server's reasoning parser split off is the message's
+    ``reasoning_content`` (SGLang, older vLLM) or ``reasoning`` (newer vLLM).
 
     Raises:
         PolicyUnavailableError: the response holds no choice.
@@ -235,6 +242,7 @@ def parse_chat_reply(reply: dict[str, Any]) -> ChatReply:
     if ids is not None and logprobs is not None and len(ids) != len(logprobs):
         ids = logprobs = None  # the two do not describe the same tokens: keep neither
     prompt = reply.get("prompt_token_ids")
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
     return ChatReply(
         text=message.get("content") or "",
         tool_calls=list(message.get("tool_calls") or []),
@@ -243,6 +251,7 @@ def parse_chat_reply(reply: dict[str, Any]) -> ChatReply:
         completion_logprobs=logprobs,
         finish_reason=choice.get("finish_reason"),
         model=reply.get("model"),
+        reasoning=reasoning if isinstance(reasoning, str) and reasoning else None,
     )
 
 
@@ -260,6 +269,61 @@ def tool_call_action(tool_calls: list[dict[str, Any]]) -> ToolAction | None:
             return None
         return ToolAction(str(name), args if isinstance(args, dict) else {})
     return None
+
+
+TOOL_CALL_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
+"""A Hermes tool-call block (Qwen, Hermes, ...), closed or cut at the end: vLLM's ``hermes`` parser's."""
+_NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def parse_tool_call_blocks(text: str, first_id: int = 0) -> tuple[str, list[dict[str, Any]]]:
+    """``(content, tool_calls)`` of a generated text whose tool calls are Hermes ``<tool_call>`` blocks.
+
+    As vLLM's ``hermes`` tool parser reads them: each block holds
+    ``{"name": ..., "arguments": {...}}``; the content is the text before the
+    first block. The calls come back in OpenAI's shape (arguments as a JSON
+    string), with ids ``call-<n>`` counted from ``first_id``. A block that is
+    not such an object is kept as a call whose ``arguments`` is the block as
+    written (its name, when one can be read), as a server would send a native
+    call with malformed arguments: :func:`tool_call_action` takes no action
+    from it, and the record shows what the model wrote.
+    """
+    blocks = [a or b for a, b in TOOL_CALL_BLOCK.findall(text)]
+    if not blocks:
+        return text, []
+    calls = []
+    for n, block in enumerate(blocks, start=first_id):
+        try:
+            obj = json.loads(block)
+            name, args = obj["name"], obj["arguments"] if "arguments" in obj else {}
+            if not isinstance(name, str) or not isinstance(args, dict | str):
+                raise TypeError(name)
+            arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        except (ValueError, TypeError, KeyError):
+            found = _NAME.search(block)
+            name, arguments = (found.group(1) if found else ""), block.strip()
+        calls.append(
+            {"id": f"call-{n}", "type": "function", "function": {"name": name, "arguments": arguments}}
+        )
+    return text[: text.find("<tool_call>")], calls
+
+
+def split_reasoning(text: str) -> tuple[str | None, str]:
+    """``(reasoning, answer)`` of a generated text with a ``<think>...</think>`` block (Qwen3, DeepSeek-R1).
+
+    As vLLM's reasoning parsers split it: the reasoning is what comes before
+    ``</think>`` (a leading ``<think>`` left out; a prompt may have opened the
+    block), the answer what follows. A text that opens a block it never closes
+    (cut by the length limit) is all reasoning; one with neither tag is all answer.
+    """
+    head, opened, rest = text.partition("<think>")
+    body = rest if opened and not head.strip() else text
+    if "</think>" in body:
+        reasoning, _, answer = body.partition("</think>")
+        return reasoning, answer
+    if opened and not head.strip():
+        return body, ""
+    return None, text
 
 
 SERVER_KINDS = ("vllm", "sglang", "openai")
@@ -323,27 +387,73 @@ class ChatTokens:
     the new messages, so it holds for any template that extends a conversation
     by appending (one that rewrites earlier turns, e.g. drops their reasoning,
     is exactly why the history is kept as ids).
+
+    With ``tools`` (OpenAI function schemas) every rendering passes them to the
+    template (``apply_chat_template(..., tools=...)``: most put them in the
+    system turn), and the fixed conversation's assistant turn makes a tool
+    call, so that a ``tool`` message follows it as in a real episode. A
+    template that renders no tools, or no ``tool`` message, is refused here.
+
+    Raises:
+        PolicySpecError: no tokenizer with a chat template at ``path``, or (with
+            ``tools``) a template that renders no tools or no tool messages.
     """
 
     _BASE = ({"role": "system", "content": "s"}, {"role": "user", "content": "u"},
              {"role": "assistant", "content": "a"})  # fmt: skip
+    _CALL = {"id": "call-0", "type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}
+    _MARK = "trajlake-tool-output"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, tools: list[dict[str, Any]] | None = None) -> None:
+        import jinja2
+
         try:
             from transformers import AutoTokenizer
 
             self.tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         except (OSError, ValueError, ImportError) as exc:
             raise PolicySpecError(f"no tokenizer with a chat template at {path}: {exc}") from exc
+        self.tools = tools
         self.eos = self.tok.eos_token_id
-        self._closed = self.render(list(self._BASE), add_generation_prompt=False)
+        template = self.tok.chat_template if isinstance(self.tok.chat_template, str) else ""
+        self.thinks = "</think>" in template
+        """The template knows ``<think>`` blocks: a completion's reasoning is split off its answer."""
+        self.base: list[dict[str, Any]] = [dict(m) for m in self._BASE]
+        if tools:
+            self.base[-1]["tool_calls"] = [self._CALL]
+            tool = {"role": "tool", "content": self._MARK, "tool_call_id": "call-0"}
+            try:
+                bare = self.tok.apply_chat_template(self.base[:2], tokenize=False, add_generation_prompt=True)
+                offered = self.text(self.base[:2], add_generation_prompt=True)
+                answered = self.text([*self.base, tool], add_generation_prompt=True)
+            except (jinja2.TemplateError, TypeError, ValueError, KeyError) as exc:
+                raise PolicySpecError(
+                    f"the chat template at {path} cannot render tool calls and tool messages ({exc}): "
+                    "tools=1 with token in/out needs one that does (e.g. Qwen's or Hermes')"
+                ) from exc
+            if bare == offered or self._MARK not in answered:
+                missing = "tools" if bare == offered else "tool messages"
+                raise PolicySpecError(
+                    f"the chat template at {path} renders no {missing}: tools=1 with token in/out needs "
+                    "a template that takes `tools` and `tool` messages (e.g. Qwen's or Hermes')"
+                )
+        self._closed = self.render(self.base, add_generation_prompt=False)
         ends = [i for i, t in enumerate(self._closed) if t == self.eos]
         self._after_eos = self._closed[ends[-1] + 1 :] if ends else []
 
+    def text(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:
+        """``messages`` through the chat template (with the tools, if any), as text."""
+        tools: Any = self.tools
+        out: Any = self.tok.apply_chat_template(
+            messages, tools=tools, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+        return str(out)
+
     def render(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> list[int]:
         """``messages`` through the chat template, as ids."""
+        tools: Any = self.tools
         out: Any = self.tok.apply_chat_template(
-            messages, tokenize=True, add_generation_prompt=add_generation_prompt
+            messages, tools=tools, tokenize=True, add_generation_prompt=add_generation_prompt
         )
         if hasattr(out, "keys"):  # newer transformers return a BatchEncoding
             out = out["input_ids"]
@@ -356,7 +466,7 @@ class ChatTokens:
     def turn(self, completion: list[int], added: list[dict[str, Any]]) -> list[int]:
         """What follows ``completion`` in the history: its turn's end, ``added``, the generation prompt."""
         close = ([] if completion and completion[-1] == self.eos else [self.eos]) + self._after_eos
-        extended = self.render([*self._BASE, *added], add_generation_prompt=True)
+        extended = self.render([*self.base, *added], add_generation_prompt=True)
         if extended[: len(self._closed)] != self._closed:
             raise PolicyUnavailableError(
                 "the chat template renders earlier turns differently once a message is added: "
@@ -442,7 +552,16 @@ class OpenAIChatPolicy(Policy):
     (``return_token_ids``, ``return_tokens_as_token_ids``). With
     ``native_tools`` the tools are offered as functions and the reply's
     ``tool_calls`` is the action; a reply without one falls back to the action
-    written in its text.
+    written in its text. Token in/out with ``native_tools`` does what the
+    server's tool parser would: the tool schemas go through the chat template
+    (``tools=``), the completion's Hermes ``<tool_call>`` blocks are its tool
+    calls (:func:`parse_tool_call_blocks`, vLLM's ``hermes`` format; a template
+    of another tool-call format is not read), and the tool's output is a
+    ``tool`` message rendered after the exact completion ids. A reply's
+    reasoning (the server's reasoning parser; token in/out: the ``<think>``
+    block, when the template has one) is recorded apart from its answer and
+    sent back with the assistant message (``reasoning_content``; not to
+    ``server=openai``).
 
     Args:
         base_url: the server's ``.../v1``.
@@ -513,17 +632,20 @@ class OpenAIChatPolicy(Policy):
         }
         self.messages: list[dict[str, Any]] = []
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout_s, headers=headers)
-        self._probed = False
-        self.tokens = ChatTokens(tokenizer) if tokenizer else None
-        """Token in/out: the model's tokenizer and chat template, rendering each message once."""
-        self.history_ids: list[int] | None = None
-        """The exact token history of the conversation so far (prompt and completions, as ids)."""
-        self._last_completion: list[int] = []
-        if self.tokens is not None and server == "openai":
+        if tokenizer and server == "openai":
             raise PolicySpecError(
                 "token in/out (tokenizer=DIR) needs server=vllm or sglang: they take prompt ids"
             )
+        self.tokens = (
+            ChatTokens(tokenizer, tools=TOOL_SCHEMAS if native_tools else None) if tokenizer else None
+        )
+        """Token in/out: the model's tokenizer and chat template, rendering each message once."""
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        self._probed = False
+        self.history_ids: list[int] | None = None
+        """The exact token history of the conversation so far (prompt and completions, as ids)."""
+        self._last_completion: list[int] = []
+        self._calls_made = 0
 
     @property
     def root_url(self) -> str:
@@ -598,12 +720,16 @@ class OpenAIChatPolicy(Policy):
             {"role": "user", "content": task.spec.instruction},
         ]
         self.history_ids = None
+        self._calls_made = 0
 
     def request_body(self) -> dict[str, Any]:
         """The JSON body of the next chat request."""
+        messages = self.messages
+        if self.server == "openai":  # OpenAI's own fields only: the reasoning stays in the record
+            messages = [{k: v for k, v in m.items() if k != "reasoning_content"} for m in messages]
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": self.messages,
+            "messages": messages,
             "logprobs": True,
             **self.request_sampling,
         }
@@ -656,11 +782,17 @@ class OpenAIChatPolicy(Policy):
             self.history_ids = reply.prompt_token_ids + reply.completion_token_ids
         action = tool_call_action(reply.tool_calls) or parse_action(reply.text)
         call = self._call(reply, latency, broke)
+        self._answered(reply)
+        return PolicyStep(action, call)
+
+    def _answered(self, reply: ChatReply) -> None:
+        """Add the reply to the conversation: its answer, reasoning and the tool call acted on."""
         assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.tool_calls:
             assistant["tool_calls"] = reply.tool_calls[:1]  # the one call acted on
+        if reply.reasoning:
+            assistant["reasoning_content"] = reply.reasoning
         self.messages.append(assistant)
-        return PolicyStep(action, call)
 
     def _call(self, reply: ChatReply, latency: float, broke: bool) -> ModelCall:
         return ModelCall(
@@ -676,6 +808,7 @@ class OpenAIChatPolicy(Policy):
             served_by=dict(self.served_by),
             sampling=dict(self.request_sampling),
             history_break=broke,
+            reasoning=reply.reasoning,
         )
 
     def _step_tokens(self, added: list[dict[str, Any]]) -> PolicyStep:
@@ -690,12 +823,16 @@ class OpenAIChatPolicy(Policy):
             params["max_new_tokens"] = self.request_sampling["max_tokens"]
             if "seed" in self.request_sampling:
                 params["sampling_seed"] = self.request_sampling["seed"]
+            if self.native_tools:  # a model's tool-call tags may be special tokens: keep them in the text
+                params["skip_special_tokens"] = False
             native = {"input_ids": prompt, "sampling_params": params, "return_logprob": True}
             raw, latency = self._post(self.root_url + "/generate", native)
             reply = parse_sglang_reply(raw, prompt)
         else:
             body = {"model": self.model, "prompt": prompt, "logprobs": 1, **self.request_sampling,
                     "return_token_ids": True, "return_tokens_as_token_ids": True}  # fmt: skip
+            if self.native_tools:  # as vLLM's hermes parser asks of a chat request with tools
+                body["skip_special_tokens"] = False
             raw, latency = self._post(self.base_url + "/completions", body)
             reply = parse_completion_reply(raw)
         # the server answers for the ids it was sent; any other prompt is a break, never papered over
@@ -707,9 +844,14 @@ class OpenAIChatPolicy(Policy):
             )
         self.history_ids = prompt + reply.completion_token_ids
         self._last_completion = reply.completion_token_ids
+        if self.tokens.thinks:
+            reply.reasoning, reply.text = split_reasoning(reply.text)
+        if self.native_tools:
+            reply.text, reply.tool_calls = parse_tool_call_blocks(reply.text, self._calls_made)
+            self._calls_made += len(reply.tool_calls)
         call = self._call(reply, latency, broke)
-        self.messages.append({"role": "assistant", "content": reply.text})
-        return PolicyStep(parse_action(reply.text), call)
+        self._answered(reply)
+        return PolicyStep(tool_call_action(reply.tool_calls) or parse_action(reply.text), call)
 
     def close(self) -> None:
         """Release the HTTP connections."""

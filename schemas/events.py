@@ -160,6 +160,8 @@ class ChatMessage(Frozen):
     """For ``tool`` messages, the call they answer."""
     tool_calls: list[dict[str, JsonValue]] | None = None
     """For ``assistant`` messages, the native tool calls it made (OpenAI's shape; model_call v2)."""
+    reasoning_content: str | None = None
+    """For ``assistant`` messages, the reasoning the model gave before its answer (model_call v4)."""
 
 
 class ResourceUsage(Frozen):
@@ -264,6 +266,9 @@ class ModelCallPayload(Frozen):
     """Every sampling parameter the request set, as sent (new in v3)."""
     history_break: bool = False
     """The client's token history did not continue into this call's prompt (token in/out; v3)."""
+    reasoning: str | None = None
+    """The completion's reasoning, apart from its answer (a server's reasoning parser, or the
+    ``<think>`` block of the generated text; new in v4); ``completion`` is the answer alone."""
 
     @model_validator(mode="after")
     def _check(self) -> ModelCallPayload:
@@ -455,8 +460,8 @@ class ModelCall(EventBase):
 
     type: Literal["model_call"] = "model_call"
     """Event type tag."""
-    schema_version: Literal[3] = 3
-    """Version of this type's schema."""
+    schema_version: Literal[4] = 4
+    """Version of this type's schema (4: the completion's reasoning)."""
     payload: ModelCallPayload
     """The type's own fields."""
 

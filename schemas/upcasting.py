@@ -75,6 +75,12 @@ def _model_call_v2_to_v3(payload: Payload) -> Payload:
     return dict(payload)
 
 
+@upcaster("model_call", 3)
+def _model_call_v3_to_v4(payload: Payload) -> Payload:
+    """v4 adds the optional ``reasoning`` (of the payload and of assistant messages): none before v4."""
+    return dict(payload)
+
+
 def upcast(raw: dict[str, Any]) -> dict[str, Any]:
     """Return ``raw`` (an envelope dict) with its payload at the current version.
 

@@ -9,6 +9,7 @@ import pytest
 
 from rollouts.errors import PolicyUnavailableError
 from rollouts.policies import OpenAIChatPolicy, ToolAction, parse_chat_reply, tool_call_action
+from schemas.errors import SchemaError
 
 FIXTURES = Path(__file__).with_name("chat_fixtures")
 
@@ -166,13 +167,13 @@ def test_a_native_tool_call_is_recorded_with_its_structure(tmp_path: Path) -> No
         ep.end("success")
     rec.close()
     [event] = [e for e in (parse_event(v) for _, _, v in sink.records) if e.type == "model_call"]
-    assert event.schema_version == 3
+    assert event.schema_version == 4
     assert event.payload.tool_calls == reply.tool_calls
     assert event.payload.messages[1].tool_calls == reply.tool_calls  # what the server saw next turn
     assert event.payload.messages[2].tool_call_id == "chatcmpl-tool-5b1e"
 
 
-def test_version_1_and_2_model_calls_still_read() -> None:
+def test_version_1_2_and_3_model_calls_still_read() -> None:
     from schemas import parse_event
     from tests.pipelines.factories import model, wire
 
@@ -180,9 +181,27 @@ def test_version_1_and_2_model_calls_still_read() -> None:
         doc = model("ep", 1)
         doc["schema_version"] = version
         event = parse_event(wire(doc))
-        assert event.schema_version == 3 and event.payload.tool_calls is None
+        assert event.schema_version == 4 and event.payload.tool_calls is None
         # what sampled a call before v3 was never recorded: its log-probs' meaning is unknown
         assert event.payload.served_by is None and event.payload.sampling is None
+    # v3 had no reasoning, of the call or of its messages: a v3 event reads with none, as written
+    doc = model("ep", 1, messages=[{"role": "user", "content": "go"}, {"role": "assistant", "content": "ls"}])
+    doc["schema_version"] = 3
+    event = parse_event(wire(doc))
+    assert event.schema_version == 4 and event.payload.reasoning is None
+    assert event.payload.messages is not None and event.payload.messages[1].reasoning_content is None
+    with pytest.raises(SchemaError, match="newer than this reader"):
+        parse_event(wire({**doc, "schema_version": 5}))
+
+
+def test_the_reasoning_parsers_output_is_read_under_either_name() -> None:
+    reply = load("vllm_return_token_ids.json")
+    reply["choices"][0]["message"]["reasoning_content"] = "list first"  # SGLang, older vLLM
+    assert parse_chat_reply(reply).reasoning == "list first"
+    del reply["choices"][0]["message"]["reasoning_content"]
+    reply["choices"][0]["message"]["reasoning"] = "list first"  # newer vLLM
+    assert parse_chat_reply(reply).reasoning == "list first"
+    assert parse_chat_reply(load("vllm_tool_call.json")).reasoning is None
 
 
 def test_token_in_out_continues_the_history_as_the_template_renders_the_whole_conversation(

@@ -19,6 +19,7 @@ Without ``.venv-vllm`` the module skips, unless ``TRAJLAKE_REQUIRE_VLLM=1`` asks
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -51,15 +52,16 @@ if not VLLM_PYTHON.exists():
     pytest.skip(reason, allow_module_level=True)
 
 
-def _build(out: Path) -> None:
+def _build(
+    out: Path,
+    corpus: str = "Write the word reversed into answer.txt with bash, then submit.",
+    vocab_size: int = 400,
+) -> None:
     import torch
     import transformers
 
     fast = chat_tokenizer(
-        out,
-        "Write the word reversed into answer.txt with bash, then submit.",
-        bos_token="<|endoftext|>",
-        pad_token="<|endoftext|>",
+        out, corpus, vocab_size=vocab_size, bos_token="<|endoftext|>", pad_token="<|endoftext|>"
     )
     torch.manual_seed(0)
     config = transformers.Qwen2Config(
@@ -89,6 +91,13 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(request: pytest.FixtureRequest, weights: Path) -> Iterator[tuple[str, str]]:
     """``(base_url, mode)`` of a vLLM server in one log-prob mode."""
     mode = str(request.param)
+    with _serving(weights, mode) as base:
+        yield base, mode
+
+
+@contextlib.contextmanager
+def _serving(weights: Path, mode: str, max_len: int = 1024) -> Iterator[str]:
+    """The ``.../v1`` of vLLM serving ``weights`` as ``tiny`` in one log-prob mode, while inside."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -96,8 +105,8 @@ def server(request: pytest.FixtureRequest, weights: Path) -> Iterator[tuple[str,
     log = open(log_path, "w")  # noqa: SIM115 - closed below, after the server
     proc = subprocess.Popen(
         [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(weights),
-         "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "1024",
-         "--dtype", "float32", "--logprobs-mode", mode],
+         "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port),
+         "--max-model-len", str(max_len), "--dtype", "float32", "--logprobs-mode", mode],
         stdout=log, stderr=subprocess.STDOUT,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "PYTHONPATH": ""},
     )  # fmt: skip
@@ -112,7 +121,7 @@ def server(request: pytest.FixtureRequest, weights: Path) -> Iterator[tuple[str,
 
     try:
         wait_until(up, timeout=600, what=f"vLLM ({mode}) answering")
-        yield base, mode
+        yield base
     finally:
         proc.terminate()
         try:
@@ -278,3 +287,98 @@ def test_token_in_token_out_keeps_one_history_where_re_rendering_breaks_it(
     # is on its call and starts a sequence of its own, never merged by guesswork
     split = rows(by_messages, "ep-chat")
     assert sum(c.history_break for c in by_messages) == sum(r["start"] == "history_mismatch" for r in split)
+
+
+SHORT_PROMPT = "Act with the tools."
+CALL_LS = '<tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>'
+
+
+@pytest.fixture(scope="module")
+def tool_weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Qwen2 taught to answer the task's first prompt, tools offered, with one Hermes tool call.
+
+    Random weights never write a well-formed ``<tool_call>`` block; a few hundred optimiser steps on
+    that one prompt and answer make it the model's own likeliest completion (nothing else is learnt).
+    """
+    import torch
+    import transformers
+
+    from rollouts.policies import TOOL_SCHEMAS, ChatTokens
+
+    path = tmp_path_factory.mktemp("served-tools") / CHECKPOINT / "hf"
+    task = load_task(TASK)
+    corpus = " ".join(
+        [SHORT_PROMPT, task.spec.instruction, json.dumps(TOOL_SCHEMAS), CALL_LS, "<tool_response>"]
+    )
+    _build(path, corpus, vocab_size=800)
+    tokens = ChatTokens(path, tools=TOOL_SCHEMAS)
+    prompt = tokens.prompt(
+        [{"role": "system", "content": SHORT_PROMPT}, {"role": "user", "content": task.spec.instruction}]
+    )
+    target = [*tokens.tok.encode(CALL_LS, add_special_tokens=False), tokens.eos]
+    lm = transformers.Qwen2ForCausalLM.from_pretrained(path, torch_dtype=torch.float32)
+    ids = torch.tensor([prompt + target])
+    labels = torch.tensor([[-100] * len(prompt) + target])
+    opt = torch.optim.Adam(lm.parameters(), lr=1e-2)
+    torch.manual_seed(0)
+    for _ in range(400):
+        loss = lm(input_ids=ids, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if loss.item() < 1e-3:
+            break
+    assert loss.item() < 1e-2, f"the tiny model did not learn its tool call (loss {loss.item():.4f})"
+    lm.save_pretrained(path)
+    return path
+
+
+def test_token_in_out_with_native_tools_against_vllm(tool_weights: Path) -> None:
+    """The tool schemas rendered by the chat template on the client, the model's Hermes block read as its
+    tool call, the tool output sent back as a ``tool`` turn after the exact completion ids: one training
+    sequence whose recorded log-probs the learner gives back, the tool turn masked out of the loss."""
+    import torch
+
+    from learners.hf_model import HFPolicyModel, load_causal_lm
+    from learners.torch_model import sequence_logprobs
+    from rollouts.policies import ToolAction
+
+    with _serving(tool_weights, "processed_logprobs", max_len=2048) as base:
+        policy = OpenAIChatPolicy(base, "tiny", temperature=0.7, max_tokens=40, seed=5, native_tools=True,
+                                  tokenizer=str(tool_weights), system_prompt=SHORT_PROMPT,
+                                  logprob_semantics="processed")  # fmt: skip
+        try:
+            policy.sync()
+            policy.begin(load_task(TASK))
+            first = policy.step(None)
+            second = policy.step("[bash exit=0]\nanswer.txt")
+        finally:
+            policy.close()
+    assert first.model_call is not None and second.model_call is not None
+    assert first.action == ToolAction("bash", {"command": "ls"}), first.model_call.completion
+    [ls] = first.model_call.tool_calls or []
+    assert ls["id"] == "call-0" and ls["function"] == {"name": "bash", "arguments": '{"command": "ls"}'}
+    assert policy.messages[3] == {
+        "role": "tool",
+        "content": "[bash exit=0]\nanswer.txt",
+        "tool_call_id": "call-0",
+    }
+    assert not first.model_call.history_break and not second.model_call.history_break
+    calls = [first.model_call, second.model_call]
+    docs = [started("ep-tools", sampling=policy.sampling)]
+    docs += [model("ep-tools", i + 1, **c.event_fields()) for i, c in enumerate(calls)]
+    [r] = sample_rows(fold_episode("ep-tools", typed(*docs)))
+    assert (r["start"], r["num_calls"], r["problem"]) == ("episode", 2, None)
+    replies = json.loads(r["response_messages"])
+    assert [m["role"] for m in replies] == ["assistant", "tool", "assistant"] and replies[0][
+        "tool_calls"
+    ] == [ls]
+    ids = torch.tensor([r["prompt_ids"] + r["response_ids"]])
+    mask = torch.tensor([[0] * len(r["prompt_ids"]) + r["response_mask"]])
+    with torch.no_grad():
+        lm = HFPolicyModel(load_causal_lm(tool_weights, dtype=torch.float32))
+        fresh = sequence_logprobs(lm, ids, mask, 0.7)
+    start = len(r["prompt_ids"])
+    fresh_loss = [float(x) for x, m in zip(fresh[0, start:], r["response_mask"], strict=True) if m]
+    recorded = [lp for lp, m in zip(r["response_logprobs"], r["response_mask"], strict=True) if m]
+    assert _worst(fresh_loss, recorded) < 2e-3

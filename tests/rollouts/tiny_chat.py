@@ -6,9 +6,26 @@ from pathlib import Path
 from typing import Any
 
 CHAT_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    # Qwen2.5's way with tools (Hermes): the schemas in the system turn, each call a <tool_call> block,
+    # each tool output a user turn in <tool_response>; reasoning, when given, in a <think> block
+    "{% if tools %}<|im_start|>system\n{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}"
+    '\n\n{% endif %}# Tools\n<tools>{% for t in tools %}{{ "\\n" }}{{ t | tojson }}{% endfor %}'
+    '{{ "\\n" }}</tools>\n'
+    'Call one as <tool_call>{"name": ..., "arguments": ...}</tool_call>.<|im_end|>\n{% endif %}'
+    "{% for m in messages %}"
+    "{% if m['role'] == 'system' and tools %}"
+    "{% elif m['role'] == 'tool' %}<|im_start|>user\n<tool_response>\n{{ m['content'] }}\n</tool_response>"
+    "<|im_end|>\n"
+    "{% elif m['role'] == 'assistant' %}<|im_start|>assistant\n"
+    "{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m['content'] }}"
+    "{% for c in m.tool_calls or [] %}<tool_call>{\"name\": {{ c['function']['name'] | tojson }}, "
+    "\"arguments\": {% if c['function']['arguments'] is string %}{{ c['function']['arguments'] }}"
+    "{% else %}{{ c['function']['arguments'] | tojson }}{% endif %}}</tool_call>{% endfor %}<|im_end|>\n"
+    "{% else %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}"
+    "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+"""ChatML, with tools, tool calls, tool outputs and reasoning as Qwen2.5 and Qwen3 render them."""
 
 
 def chat_tokenizer(out: Path, corpus: str, *, vocab_size: int = 400, **special: str) -> Any:

@@ -38,18 +38,22 @@ pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
 TRAINERS = ROOT / ".venv-trainers"
 TASKS = {"wordplay-001": "sun", "wordplay-002": None}
+THOUGHT = "reverse the word first"
+"""The first turn's reasoning (a reasoning parser's output, recorded apart from the answer)."""
 
 HERMES_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
     "{% if m['role'] == 'tool' %}<tool_response>\n{{ m['content'] }}\n</tool_response>"
-    "{% elif m['content'] is string %}{{ m['content'] }}"
+    "{% elif m['content'] is string %}"
+    "{% if m['reasoning_content'] %}<think>{{ m['reasoning_content'] }}</think>{% endif %}{{ m['content'] }}"
     "{% else %}{% for part in m['content'] or [] %}{{ part['text'] }}{% endfor %}{% endif %}"
     "{% for c in m['tool_calls'] or [] %}<tool_call>\n"
     '{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments }}}\n</tool_call>'
     "{% endfor %}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-"""A Hermes-style template (as Qwen's): tool calls as ``<tool_call>`` JSON, tool output as a response."""
+"""A Hermes-style template (as Qwen's): tool calls as ``<tool_call>`` JSON, tool output as a response,
+reasoning as a ``<think>`` block."""
 
 
 def _words() -> dict[str, str]:
@@ -76,14 +80,15 @@ def _episode(eid: str, task: str, group: str, instruction: str, answer: str, pas
             "group_id": group, "sampling": {"temperature": 1.0}, "metadata": {"group_size": 2},
         }),
         model(eid, 1, completion="", prompt_token_ids=[1, 5, 6], completion_token_ids=[7, 8, 2],
-              completion_logprobs=[-0.5, -0.2, -0.1], messages=prompt, tool_calls=[write],
+              completion_logprobs=[-0.5, -0.2, -0.1], messages=prompt, tool_calls=[write], reasoning=THOUGHT,
               served_by={"kind": "in_process", "logprob_semantics": "processed"}),
         call(eid, 2, tool="write_file", call_id=f"{eid}-c1", path="answer.txt", content=answer),
         result(eid, 3, stdout="wrote 3 bytes", call_id=f"{eid}-c1"),
         model(eid, 4, completion="submit", prompt_token_ids=[1, 5, 6, 7, 8, 2, 40, 41],
               completion_token_ids=[9, 2], completion_logprobs=[-0.3, -0.2],
               # the whole conversation, as the chat policy records it at every call
-              messages=[*prompt, {"role": "assistant", "content": "", "tool_calls": [write]},
+              messages=[*prompt, {"role": "assistant", "content": "", "tool_calls": [write],
+                                  "reasoning_content": THOUGHT},
                         {"role": "tool", "content": "wrote 3 bytes", "tool_call_id": f"{eid}-c1"}],
               served_by={"kind": "in_process", "logprob_semantics": "processed"}),
         reward(eid, 5, verdict="pass" if passed else "fail"),
@@ -219,6 +224,7 @@ def test_trl_trains_on_the_export_as_it_is_and_only_on_assistant_turns(exported:
     rows = list(ds)
     calls = [m for r in rows for m in r["completion"] if m.get("tool_calls")]
     assert calls and calls[0]["tool_calls"][0]["function"]["name"] == "write_file"  # kept as native calls
+    assert calls[0]["reasoning_content"] == THOUGHT  # and the reasoning, apart from the answer
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
         vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
@@ -237,10 +243,12 @@ def test_trl_trains_on_the_export_as_it_is_and_only_on_assistant_turns(exported:
 
     trained, context = split(next(r for r in prepared if "tool_response" not in tok.decode(r["input_ids"])))
     assert "<tool_call>" in trained and '"write_file"' in trained
+    assert f"<think>{THOUGHT}</think>" in trained  # the reasoning is the turn's own, trained with it
     assert "You act in a sandbox." in context and "Write" in context and "<tool_call>" not in context
     trained, context = split(next(r for r in prepared if "tool_response" in tok.decode(r["input_ids"])))
     assert "submit" in trained and "wrote 3 bytes" not in trained and "<tool_call>" not in trained
     assert "wrote 3 bytes" in context and "<tool_call>" in context  # the first turn and the tool output
+    assert THOUGHT in context and THOUGHT not in trained
     out = trainer.train()
     assert out.global_step == 1 and torch.isfinite(torch.tensor(out.training_loss))
 
@@ -278,6 +286,7 @@ def test_openrlhf_loads_its_input_with_tool_turns_intact(exported: dict[str, Pat
         assert [m["role"] for m in row["output_messages"]] == ["assistant", "tool", "assistant"]
         first_call = row["output_messages"][0]["tool_calls"][0]
         assert first_call["function"]["name"] == "write_file"
+        assert row["output_messages"][0]["reasoning_content"] == THOUGHT
         tool_turn = {"role": "tool", "content": "wrote 3 bytes", "tool_call_id": first_call["id"]}
         assert row["output_messages"][1] == tool_turn
 
