@@ -104,6 +104,7 @@ def train(
         Path | None, typer.Option(exists=True, file_okay=False, help="Checkpoint directory to continue from.")
     ] = None,
     task: Annotated[list[str] | None, typer.Option(help="Only these task ids.")] = None,
+    family: Annotated[list[str] | None, typer.Option(help="Only tasks of these families.")] = None,
     epochs: Annotated[int, typer.Option(min=1, help="Passes over the new samples.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Minibatch size.")] = 32,
     micro_batch_size: Annotated[
@@ -165,6 +166,7 @@ def train(
         parent=str(parent) if parent else None,
         backend=backend.value,
         task_ids=task,
+        families=family,
         epochs=epochs,
         batch_size=batch_size,
         micro_batch_size=micro_batch_size,
