@@ -187,6 +187,10 @@ class SampleSet:
     judge_name: str
     judge_version: str | None
     skipped: Counter[str] = field(default_factory=Counter)
+    """What was left out, by reason: episodes for the episode-level reasons (``reward_error``,
+    ``status:...``, ``gap``, ``no_samples``, ``group_*``, and ``partial_group`` for the other members of
+    a group one of them left), sample rows for the row-level ones (a sample's ``problem``,
+    ``policy_lag``, ``token_out_of_vocab``, and ``partial_group`` for the rows their groups lost)."""
     token_history: Counter[str] = field(default_factory=Counter)
     """How the model calls of the samples' episodes joined up: ``merged_calls`` (calls that
     continued a sequence) and ``history_mismatch`` (sequences started where a history broke)."""
@@ -280,6 +284,10 @@ def _seconds(column: pa.ChunkedArray) -> list[float | None]:
     return [None if v is None else min(v / 1e6, cap) for v in pc.cast(column, pa.int64()).to_pylist()]
 
 
+_WAITING = (None, "incomplete", "no_reward")
+"""An episode's exclusion while its group waits for it (``None``: not excluded)."""
+
+
 def _trainable(
     episodes: pa.Table,
     rewards: pa.Table,
@@ -295,7 +303,10 @@ def _trainable(
     of its episodes is not (yet) complete or scored, or fewer episodes than the
     group size its rollout recorded are in the table, the group waits, for at
     most ``spec.max_group_wait_s`` after its first member ended; then it is
-    dropped (``group_expired``), in this snapshot and every later one.
+    dropped (``group_expired``), in this snapshot and every later one. A group
+    one of whose episodes is left out for good (a ``gap``, a status such as
+    ``infra_error``, a ``reward_error``) is dropped whole: that episode counts
+    under its own reason, each other member under ``partial_group``.
     """
     why: dict[str, str] = excluded if excluded is not None else {}
 
@@ -362,8 +373,19 @@ def _trainable(
             continue
         keep[ep["episode_id"]] = ep
         score[ep["episode_id"]] = value
+    # a group that lost a member for good (a gap, an unlearnable status, a judge error) is never
+    # trained: its baseline over the survivors would not be the group's
+    lost = {
+        ep["group_id"] or ep["episode_id"] for ep in rows if why.get(ep["episode_id"]) not in _WAITING
+    } & in_scope.keys()
+    for g in lost:
+        for eid in in_scope[g]:
+            if eid in keep:
+                why[eid] = "partial_group"
+                del keep[eid], score[eid]
+    pending_groups -= lost  # nothing to wait for: the group is dropped whole
     # a group whose recorded size is not reached yet has members that have not even started
-    pending_groups |= {g for g, n in sizes.items() if members[g] < n}
+    pending_groups |= {g for g, n in sizes.items() if members[g] < n and g not in lost}
     expired: set[str] = set()
     if spec.max_group_wait_s is not None:
         # the snapshot's own clock: its newest episode time or reward
@@ -460,9 +482,6 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     columns = TRAIN_COLUMNS + (MESSAGE_COLUMNS if spec.with_messages else ())
     rows = lk.read_episodes_rows("samples", sorted(keep), version=versions["samples"], columns=columns)
     table, token_history = _trainable_rows(rows, keep, score, skipped)
-    without = len(keep) - len(pc.unique(rows.column("episode_id"))) if rows.num_rows else len(keep)
-    if without:
-        skipped["no_samples"] += without  # no model call (a scripted episode), or a lake not yet replayed
     return SampleSet(table, versions, spec.judge_name, judge_version, skipped, token_history)
 
 
@@ -478,6 +497,11 @@ def _trainable_rows(
     ):
         skipped[item["values"]] += item["counts"]
     bad_episodes = set(pc.unique(pc.filter(rows.column("episode_id"), pc.is_valid(problems))).to_pylist())
+    # no model call (a scripted episode), or a lake whose samples are not yet replayed
+    without = keep.keys() - set(pc.unique(rows.column("episode_id")).to_pylist())
+    if without:
+        skipped["no_samples"] += len(without)
+        bad_episodes |= without
     lost_groups = {keep[e]["group_id"] or e for e in bad_episodes if e in keep}
     rows = rows.filter(pc.is_null(problems))
     history["merged_calls"] = int(pc.sum(rows.column("num_calls")).as_py() or 0) - rows.num_rows

@@ -64,6 +64,8 @@ class TrainArgs:
     """Name of the policy the checkpoints belong to."""
     task_ids: Sequence[str] | None = None
     """Train only on these tasks (``None``: all)."""
+    families: Sequence[str] | None = None
+    """Train only on tasks of these families (``None``: all)."""
     incremental: bool = True
     """Read only episodes new since the parent's table versions."""
     epochs: int = 2
@@ -217,22 +219,32 @@ def selection_of(args: TrainArgs) -> dict[str, Any]:
     return {
         "lake": _lake_uri(args.lake),
         "tasks": sorted(args.task_ids) if args.task_ids is not None else None,
-        "families": None,
+        "families": sorted(args.families) if args.families is not None else None,
         "max_group_wait_s": args.max_group_wait_s,
         "max_policy_lag": args.max_policy_lag,
     }
 
 
 def _check_selection(args: TrainArgs, parent: CheckpointInfo) -> None:
-    """Refuse an incremental read whose lake or selection differs from the parent's.
+    """Refuse an incremental read whose lake, judge or selection differs from the parent's.
 
     It reads what became trainable since the parent's snapshot: with another selection, episodes
-    outside the parent's would look trained already and be skipped for good.
+    outside the parent's would look trained already and be skipped for good; with another judge,
+    the parent's snapshot would be replayed with that judge's rewards (at the parent's version), so
+    what the parent trained on would not be what the replay says. (Another version of the same judge
+    is fine: the replay uses the parent's.)
     """
     if parent.lineage.lake_uri and parent.lineage.lake_uri != _lake_uri(args.lake):
         raise LearnerConfigError(
             f"the parent {parent.checkpoint_id} was trained on the lake {parent.lineage.lake_uri}, this step "
             f"reads {_lake_uri(args.lake)}: an incremental read needs the parent's lake (or --full)"
+        )
+    if parent.lineage.judge_name and parent.lineage.judge_name != args.judge_name:
+        raise LearnerConfigError(
+            f"the parent {parent.checkpoint_id} was trained on the rewards of the judge "
+            f"{parent.lineage.judge_name!r}, this step reads {args.judge_name!r}: an incremental read would "
+            "take what the parent trained on from the other judge's rewards and train episodes twice or "
+            "skip them; keep the parent's judge, or train with --full"
         )
     before = parent.lineage.metrics.get("selection")
     if not isinstance(before, dict):
@@ -631,6 +643,7 @@ def train(
             since=since or None,
             since_judge_version=parent.lineage.judge_version if (since and parent) else None,
             task_ids=frozenset(args.task_ids) if args.task_ids is not None else None,
+            families=frozenset(args.families) if args.families is not None else None,
             max_group_wait_s=args.max_group_wait_s,
         )
     )
@@ -672,7 +685,7 @@ def train(
         "episodes": data.episodes,
         "steps": len(rows),
         "skipped": dict(data.skipped),
-        "args": {k: v for k, v in asdict(args).items() if k not in ("task_ids", "model")},
+        "args": {k: v for k, v in asdict(args).items() if k not in ("task_ids", "families", "model")},
     }
     info = save_checkpoint(
         args.checkpoint_root,

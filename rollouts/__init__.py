@@ -13,9 +13,11 @@ from rollouts.policies import (
 )
 from rollouts.runner import RolloutConfig, run_rollouts
 from rollouts.sampler import Assignment, TaskPool, admitted_ids, group_assignments, group_id
+from rollouts.summary import HISTORY_BREAK_WARN, RolloutSummary, summarize
 from rollouts.worker import EpisodeOutcome, run_episode
 
 __all__ = [
+    "HISTORY_BREAK_WARN",
     "TOOLS",
     "Assignment",
     "EpisodeOutcome",
@@ -29,6 +31,7 @@ __all__ = [
     "PolicyUnavailableError",
     "RolloutConfig",
     "RolloutError",
+    "RolloutSummary",
     "RolloutWorkerError",
     "ScriptedPolicy",
     "TaskPool",
@@ -39,4 +42,5 @@ __all__ = [
     "parse_action",
     "run_episode",
     "run_rollouts",
+    "summarize",
 ]

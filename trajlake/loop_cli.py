@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,10 +29,13 @@ def rollout(
     tier: Annotated[list[str] | None, typer.Option(help="Only these tiers.")] = None,
     backend: BackendOpt = None,
     seed: Annotated[int, typer.Option(help="Task sampling seed.")] = 0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary and the episodes as JSON instead of a table.")
+    ] = False,
 ) -> None:
     """Run episodes of admitted tasks with a policy, in sandboxes, recording every step to Kafka."""
     from ingest.kafka_broker import require_broker
-    from rollouts import TaskPool, run_rollouts
+    from rollouts import TaskPool, run_rollouts, summarize
     from trajlake.loop import rollout_config
     from trajlake.preflight import require_backend, require_images
 
@@ -65,33 +69,36 @@ def rollout(
             progress.update(bar, advance=1, description=f"{o.task_id}: {o.status}")
 
         run_rollouts(cfg, assignments, on_outcome=show)
-    table = Table(title=f"{len(outcomes)} episodes, policy {policy}")
-    for col in ("task", "group", "status", "verdict", "score", "steps", "seconds"):
-        table.add_column(col)
-    for o in outcomes:
-        table.add_row(
-            o.task_id,
-            (o.group_id or "")[-12:],
-            o.status,
-            str(o.verdict),
-            f"{o.score:.2f}" if o.score is not None else "-",
-            str(o.steps),
-            f"{o.duration_s:.1f}",
-        )
-    console.print(table)
-    calls = sum(o.model_calls for o in outcomes)
-    breaks = sum(o.history_breaks for o in outcomes)
-    if calls and breaks / calls > HISTORY_BREAK_WARN:
+    summary = summarize(outcomes)
+    if as_json:
+        print(json.dumps({"summary": summary.as_dict(), "episodes": [asdict(o) for o in outcomes]}, indent=2))
+    else:
+        table = Table(title=f"{len(outcomes)} episodes, policy {policy}")
+        for col in ("task", "group", "status", "verdict", "score", "steps", "seconds"):
+            table.add_column(col)
+        for o in outcomes:
+            table.add_row(
+                o.task_id,
+                (o.group_id or "")[-12:],
+                o.status,
+                str(o.verdict),
+                f"{o.score:.2f}" if o.score is not None else "-",
+                str(o.steps),
+                f"{o.duration_s:.1f}",
+            )
+        console.print(table)
+        if summary.model_calls:
+            console.print(
+                f"{summary.model_calls} model calls, {summary.history_breaks} broke the token history "
+                f"({summary.history_break_share:.0%}; warning above {summary.history_break_threshold:.0%})"
+            )
+    if summary.history_break_warning:
+        calls, breaks = summary.model_calls, summary.history_breaks
         err_console.print(
             f"[yellow]warning:[/yellow] {breaks} of {calls} model calls ({breaks / calls:.0%}) had a "
             "prompt that did not continue the conversation's token history, so their episodes train as "
             "several sequences; send prompts as ids (`tokenizer=DIR` in the openai policy spec: token in/out)"
         )
-
-
-HISTORY_BREAK_WARN = 0.05
-"""Above this share of model calls breaking their token history, a rollout warns (a chat template that
-re-renders earlier turns differently breaks nearly every turn; an occasional break is a truncation)."""
 
 
 def train(
@@ -104,6 +111,7 @@ def train(
         Path | None, typer.Option(exists=True, file_okay=False, help="Checkpoint directory to continue from.")
     ] = None,
     task: Annotated[list[str] | None, typer.Option(help="Only these task ids.")] = None,
+    family: Annotated[list[str] | None, typer.Option(help="Only tasks of these families.")] = None,
     epochs: Annotated[int, typer.Option(min=1, help="Passes over the new samples.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Minibatch size.")] = 32,
     micro_batch_size: Annotated[
@@ -165,6 +173,7 @@ def train(
         parent=str(parent) if parent else None,
         backend=backend.value,
         task_ids=task,
+        families=family,
         epochs=epochs,
         batch_size=batch_size,
         micro_batch_size=micro_batch_size,

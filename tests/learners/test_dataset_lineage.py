@@ -170,6 +170,19 @@ def test_pinned_reads_exclusions_increments_training_and_lineage(world: dict[str
     ):
         train(TrainArgs(lake=lake, checkpoint_root=str(root / "ckpt"), judge_name=judge.name,
                         parent=res.checkpoint.path, task_ids=["wordplay-004"]))  # fmt: skip
+    # another judge's rewards would replay the parent's snapshot with that judge at the parent's version
+    with pytest.raises(LearnerConfigError, match=r"judge 'composite', this step reads 'answer'"):
+        train(TrainArgs(lake=lake, checkpoint_root=str(root / "ckpt"), judge_name="answer",
+                        parent=res.checkpoint.path))  # fmt: skip
+    with pytest.raises(LearnerConfigError, match=r"other data than .*families None -> \['wordplay'\]"):
+        train(TrainArgs(lake=lake, checkpoint_root=str(root / "ckpt"), judge_name=judge.name,
+                        parent=res.checkpoint.path, families=["wordplay"]))  # fmt: skip
+    # the family filter reaches the read: this lake's episodes are all wordplay
+    assert len(load_samples(DatasetSpec(lake=lake, judge_name=judge.name, families=frozenset({"wordplay"}))))
+    other_family = train(TrainArgs(lake=lake, checkpoint_root=str(root / "ckpt"), judge_name=judge.name,
+                                   parent=res.checkpoint.path, incremental=False,
+                                   families=["reverse"]))  # fmt: skip
+    assert other_family.checkpoint is None and other_family.samples == 0
     with pytest.raises(LearnerConfigError, match="needs the parent's lake"):
         other = str(root / "other-lake")
         train(TrainArgs(lake=other, checkpoint_root=str(root / "ckpt"), judge_name=judge.name,

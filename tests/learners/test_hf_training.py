@@ -122,40 +122,39 @@ def test_a_hugging_face_model_trains_from_the_lake_and_checkpoints_as_a_hugging_
         train(TrainArgs(**args, hf_model=str(gpt2_dir), backend="jax", incremental=False))
 
 
-def test_a_bf16_checkpoint_trains_with_fp32_master_weights_and_is_written_back_in_bf16(
-    kafka: EmbeddedKafka, gpt2_dir: Path, tmp_path: Path
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_a_half_precision_checkpoint_trains_with_fp32_master_weights_and_is_written_back_in_its_dtype(
+    kafka: EmbeddedKafka, gpt2_dir: Path, tmp_path: Path, dtype: torch.dtype
 ) -> None:
-    """Most released checkpoints are bf16: the learner keeps fp32 master weights (numpy sees float32,
-    the optimiser updates what bf16 would round away) and writes the served copy in the checkpoint's
-    own dtype."""
+    """Most released checkpoints are bf16 (older ones fp16): the learner keeps fp32 master weights (numpy
+    sees float32, the optimiser updates what bf16 or fp16 would round away) and writes the served copy
+    in the checkpoint's own dtype."""
     import json
 
     import numpy as np
 
-    bf16_dir = tmp_path / "gpt2-bf16"
-    load_causal_lm(gpt2_dir).to(torch.bfloat16).save_pretrained(bf16_dir)
-    assert load_causal_lm(bf16_dir).transformer.h[0].attn.c_attn.weight.dtype == torch.bfloat16
+    name = str(dtype).removeprefix("torch.")
+    half_dir = tmp_path / f"gpt2-{name}"
+    load_causal_lm(gpt2_dir).to(dtype).save_pretrained(half_dir)
+    assert load_causal_lm(half_dir).transformer.h[0].attn.c_attn.weight.dtype == dtype
     topic = f"t.hf16.{os.getpid()}.{random.getrandbits(24):06x}"
     EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
     cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
-    start = HFPolicyModel(load_causal_lm(bf16_dir, dtype=torch.float32))
+    start = HFPolicyModel(load_causal_lm(half_dir, dtype=torch.float32))
     docs = _episodes(start, ["abc", "dog", "sun", "key"], "h")
     produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for d in docs])
     run_once(cfg)
     res = train(TrainArgs(lake=cfg.lake_root, checkpoint_root=str(tmp_path / "ckpt"), judge_name="tests",
-                          epochs=4, batch_size=4, lr=3e-3, device="cpu", hf_model=str(bf16_dir)))  # fmt: skip
+                          epochs=4, batch_size=4, lr=3e-3, device="cpu", hf_model=str(half_dir)))  # fmt: skip
     assert res.checkpoint is not None and res.samples == 8
     info, _, weights = load_checkpoint(res.checkpoint.path)
     assert all(np.asarray(w).dtype == np.float32 for w in weights.values())  # the master weights
     assert info.lineage.metrics["param_dtype"] == "float32"
     assert res.metrics[0]["logp_mismatch_max"] < 1e-4  # scored as the fp32 master that "sampled" them
-    assert (
-        json.loads((Path(str(info.hf_dir)) / "config.json").read_text()).get("dtype", "bfloat16")
-        in ("bfloat16",)
-        or json.loads((Path(str(info.hf_dir)) / "config.json").read_text()).get("torch_dtype") == "bfloat16"
-    )
+    written = json.loads((Path(str(info.hf_dir)) / "config.json").read_text())
+    assert written.get("dtype", written.get("torch_dtype")) == name  # (the key's name depends on the version)
     served = load_causal_lm(info.hf_dir)
-    assert served.transformer.h[0].attn.c_attn.weight.dtype == torch.bfloat16
+    assert served.transformer.h[0].attn.c_attn.weight.dtype == dtype
     # the next step continues from the master weights, not from their bf16 rounding
     from learners.trainer import _load_start
 
@@ -164,7 +163,7 @@ def test_a_bf16_checkpoint_trains_with_fp32_master_weights_and_is_written_back_i
     )
     start_weights = _load_start(child)[1]
     assert start_weights is not None and all(np.array_equal(start_weights[k], weights[k]) for k in weights)
-    master = HFPolicyModel(load_causal_lm(bf16_dir, dtype=torch.float32))
+    master = HFPolicyModel(load_causal_lm(half_dir, dtype=torch.float32))
     master.load_state_dict({k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()})
     gen = CheckpointGenerator(info.path, greedy=True, max_new_tokens=6)  # served in-process: the master
     c = gen("rev:abc=")

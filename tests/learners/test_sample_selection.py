@@ -253,3 +253,36 @@ def test_a_group_that_loses_a_member_to_a_row_exclusion_is_dropped_whole(
     assert data.keep([s.episode_id != "r2" for s in data.samples], "policy_lag") == 1
     assert sorted(s.episode_id for s in data.samples) == ["q1", "q2"]
     assert (data.skipped["policy_lag"], data.skipped["partial_group"]) == (1, 2)
+
+
+def test_a_group_that_loses_a_member_to_an_episode_exclusion_is_dropped_whole(
+    kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    """A judge error, an infra error, lost events or no samples in one member: no baseline over the rest."""
+    topic = f"t.whole.ep.{os.getpid()}.{random.getrandbits(24):06x}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
+    cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
+
+    def send(*episodes: list[Any]) -> None:
+        produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for ep in episodes for d in ep])
+        run_once(cfg)
+
+    send(
+        _episode("a1", "ga"), _episode("a2", "ga", verdict="fail"),  # whole: trained
+        _episode("j1", "gj"), _episode("j2", "gj", verdict="fail"), _episode("j3", "gj", verdict="error"),
+        _episode("i1", "gi"), [started("i2", group_id="gi"), _call("i2", 1), ended("i2", 2, "infra_error")],
+        _episode("p1", "gp"), [started("p2", group_id="gp"), _call("p2", 1), reward("p2", 3), ended("p2", 4)],
+        _episode("n1", "gn"), [started("n2", group_id="gn"), reward("n2", 1, verdict="fail"), ended("n2", 2)],
+    )  # fmt: skip
+    data = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests"))
+    assert sorted(s.episode_id for s in data.samples) == ["a1", "a2"]
+    # each left-out member under its own reason, the members it took with it under partial_group
+    # (p2's seq 2 never arrived: a gap; n2 made no model call: no samples, n1 went with it)
+    assert dict(data.skipped) == {
+        "reward_error": 1, "status:infra_error": 1, "gap": 1, "no_samples": 1, "partial_group": 5,
+    }  # fmt: skip
+
+    # the next step reads what became trainable since: these groups stay dropped, counted once
+    send(_episode("b1", "gb"), _episode("b2", "gb", verdict="fail"))
+    later = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=data.table_versions))
+    assert sorted(s.episode_id for s in later.samples) == ["b1", "b2"] and dict(later.skipped) == {}
