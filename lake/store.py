@@ -1014,8 +1014,8 @@ class Lake:
         join the merge's source as tombstones, matched by key and deleted. A MERGE with a ``not
         matched by source`` clause cannot prune (delta-rs turns its file filter off for one) and
         scans the whole table; here every clause matches by key, and the merge predicate bounds
-        the target by the source's key ranges (:func:`key_predicate`) and partitions, so the files
-        read are those whose statistics can hold the batch's keys.
+        the target by the source's ranges of each key column (:func:`key_predicate`) and
+        partitions, so the files read are those whose statistics can hold the batch's keys.
         """
         from deltalake import write_deltalake
 
@@ -1044,9 +1044,10 @@ class Lake:
             source = pa.concat_tables([data.cast(loose), tombs]).append_column(
                 "_trajlake_op", pa.array(ops + ["delete"] * len(stale), pa.string())
             )
-            lead = keys[0]
-            bound = key_predicate(lead, source.column(lead).to_pylist(), alias="t.", exact=False)
-            predicate = " AND ".join([bound, *(f"t.{c} = s.{c}" for c in cols)])
+            # every key column bounds the target: a lead key of one value (quarantine's topic)
+            # prunes nothing, the next one (its offsets) does
+            bounds = [key_predicate(c, source.column(c).to_pylist(), alias="t.", exact=False) for c in keys]
+            predicate = " AND ".join([*bounds, *(f"t.{c} = s.{c}" for c in cols)])
             metrics = (
                 dt.merge(
                     source=source,

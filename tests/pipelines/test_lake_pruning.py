@@ -77,6 +77,31 @@ def test_a_replacing_merge_opens_only_the_files_of_its_episodes(lake: Lake, tmp_
     assert untouched <= got and len(got) == len(untouched) + len(touched)
 
 
+def test_a_quarantine_merge_prunes_by_offset_though_its_lead_key_has_one_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake = Lake(tmp_path / "lake")
+    lake.ensure(["quarantine"])
+
+    def bad(offsets: range) -> pa.Table:
+        return pa.Table.from_pylist(
+            [
+                {"topic": "trajlake.events", "partition": o % 2, "offset": o, "error": "not json"}
+                for o in offsets
+            ],
+            schema=TABLES["quarantine"],
+        )
+
+    for b in range(N_FILES):  # one file per batch, offsets growing as the log does
+        lake.write("quarantine", bad(range(b * 50, b * 50 + 50)), mode="upsert", txns={"p": b})
+    monkeypatch.setenv(SCAN_LOG_ENV, str(tmp_path / "scans.jsonl"))
+    last = (N_FILES - 1) * 50
+    lake.write("quarantine", bad(range(last + 40, last + 60)), mode="upsert", txns={"p": N_FILES})
+    merges = [s for s in scans(tmp_path) if s["op"] == "merge"]
+    assert len(merges) == 1 and merges[0]["files"] <= 1, merges  # the newest file, not all 24
+    assert lake.read("quarantine").num_rows == N_FILES * 50 + 10
+
+
 def test_the_dedup_lookup_reads_the_id_column_of_the_newest_files(tmp_path: Path, monkeypatch) -> None:
     lake = Lake(tmp_path / "lake")
     lake.ensure()
