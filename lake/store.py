@@ -800,13 +800,24 @@ class Lake:
         root = self.uri(name).removeprefix("file://").rstrip("/") + "/"
         return [p.removeprefix("file://").removeprefix(root) for p in paths]
 
-    def _present(self, name: str, relative: str) -> bool:
-        """Whether a data file of ``name`` is still there (on an object store: assumed)."""
-        if self.remote:
-            return True
+    def _present(self, name: str, relative: Sequence[str]) -> list[str]:
+        """Of data files of ``name`` (relative paths, as delta-rs names them), those still there.
+
+        One listing call on an object store (the filesystem the pipeline stages through).
+        """
         from urllib.parse import unquote
 
-        return (Path(self.uri(name).removeprefix("file://")) / unquote(relative)).exists()
+        if not self.remote:
+            base = Path(self.uri(name).removeprefix("file://"))
+            return [f for f in relative if (base / unquote(f)).exists()]
+        if not relative:
+            return []
+        import pyarrow.fs as pafs
+
+        fs, staging = self.staging()
+        base = staging.removesuffix("/_staging") + f"/{name}"
+        infos = fs.get_file_info([f"{base}/{unquote(f)}" for f in relative])
+        return [f for f, info in zip(relative, infos, strict=True) if info.type != pafs.FileType.NotFound]
 
     def pinned_versions(self, name: str) -> list[int]:
         """Versions of ``name`` that learner checkpoints trained on (the ``checkpoints`` table's lineage).
@@ -983,7 +994,7 @@ class Lake:
                 # delta-rs lists a removed file again after it deleted it (until its tombstone
                 # expires), and commits a VACUUM START and END for it each time: only files still
                 # there count, and with none nothing is committed
-                files = [f for f in run(self.table(name), True) if self._present(name, f)]
+                files = self._present(name, run(self.table(name), True))
                 if files and not dry_run:
                     done = set(run(self.table(name), False))
                     files = [f for f in files if f in done]

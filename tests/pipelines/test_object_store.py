@@ -119,6 +119,27 @@ def test_blobs_round_trip_through_s3(s3: S3Proxy) -> None:
     assert again.put(data).sha256 == ref.sha256 and again.get(ref.sha256) == data  # content-addressed
 
 
+def test_vacuum_on_s3_deletes_compacted_files_once_and_then_commits_nothing(s3: S3Proxy) -> None:
+    """delta-rs lists a deleted file again until its tombstone expires: only files still in the bucket
+    count, so a second VACUUM finds nothing and commits nothing (no START/END pair every period)."""
+    import pyarrow as pa
+
+    from schemas.tables import TABLES
+    from tests.pipelines.test_lake_pruning import frow
+
+    lake = Lake(f"{s3.bucket('vacuum')}/lake", s3.storage_options())
+    lake.ensure(["failures"])
+    for b in range(4):
+        rows = pa.Table.from_pylist([frow(f"ep-{b}-{i}", "v1") for i in range(5)], schema=TABLES["failures"])
+        lake.write("failures", rows, mode="upsert", txns={"a": b})
+    assert lake.compact("failures", min_files=2) is not None
+    gone = lake.vacuum("failures", retain_hours=0, allow_short_retention=True)
+    assert len(gone) == 4 and not any((s3.data / "vacuum" / "lake" / "failures" / f).exists() for f in gone)
+    version = lake.table("failures").version()
+    assert lake.vacuum("failures", retain_hours=0, allow_short_retention=True) == []
+    assert lake.table("failures").version() == version and lake.read("failures").num_rows == 20
+
+
 SPARK_ON_S3 = """
 import json, sys
 from pipelines.spark_lake import SparkLake
