@@ -83,9 +83,10 @@ except those a version learner checkpoints trained on needs (:meth:`Lake.cleanup
 
 LOG_CLEANUP_PROPERTY = "delta.enableExpiredLogCleanup"
 LOG_CLEANUP_OFF = {LOG_CLEANUP_PROPERTY: "false"}
-"""Table property set on every table: no writer (delta-rs's every 100th commit, Spark's at its
-checkpoints) deletes old log files on its own, which would make a version a checkpoint's lineage
-names unloadable 30 days on; :meth:`Lake.cleanup_log` does it between batches, keeping those."""
+"""Table property set on every table of a local lake: no writer (delta-rs at each checkpoint it
+writes, Spark at its) deletes old log files on its own, which would make a version a checkpoint's
+lineage names unloadable 30 days on; :meth:`Lake.cleanup_log` does it between batches, keeping
+those. (An object-store lake keeps Delta's own cleanup: its log is not listed here.)"""
 
 WriteMode = Literal["insert_new", "upsert", "replace_episodes"]
 
@@ -365,7 +366,7 @@ class Lake:
             schema=TABLES[name],
             partition_by=list(PARTITION_COLUMNS.get(name, ())) or None,
             mode="ignore",
-            configuration=dict(LOG_CLEANUP_OFF),
+            configuration=None if self.remote else dict(LOG_CLEANUP_OFF),
             storage_options=self.storage_options,
         )
 

@@ -95,8 +95,8 @@ class PipelineConfig:
     """What the pipeline's VACUUM keeps: files versions this recent read (never under Delta's week;
     versions learner checkpoints trained on are kept whatever their age)."""
     log_retain_hours: float = LOG_RETENTION_HOURS
-    """With each VACUUM, the log's commits older than this go (Delta's 30 days), except those the
-    versions learner checkpoints trained on need to load."""
+    """At each checkpoint it writes, the log's commits older than this go (Delta's 30 days), except
+    those the versions learner checkpoints trained on need to load (local lakes)."""
     num_workers: int = 2
     """Workers of the local ``FnApiRunner``."""
     running_mode: str = "multi_processing"
@@ -725,8 +725,9 @@ _VACUUMED: dict[str, float] = {}
 def maintain_between_batches(lake: Lake, cfg: PipelineConfig) -> dict[str, Any]:
     """What the pipeline does to its tables between batches: compaction, checkpoints, and a VACUUM when due.
 
-    With the VACUUM goes the log's cleanup (:meth:`Lake.cleanup_log`: expired commits, but never
-    those a version learner checkpoints trained on needs; no writer cleans the log on its own).
+    With each checkpoint it writes goes the log's cleanup (:meth:`Lake.cleanup_log`: expired
+    commits, but never those a version learner checkpoints trained on needs; no writer of a
+    local lake cleans the log on its own), or with the VACUUM where it writes no checkpoints.
 
     Each is delta-rs's own (``optimize.compact``, ``create_checkpoint``, ``vacuum``), run by the
     driver between two batches: no batch commits meanwhile, and a writer elsewhere waits for at
@@ -743,6 +744,7 @@ def maintain_between_batches(lake: Lake, cfg: PipelineConfig) -> dict[str, Any]:
         try:
             if lake.checkpoint(name, every=cfg.checkpoint_every) is not None:
                 out["checkpointed"].append(name)
+                _clean_log(lake, name, cfg, out)  # (as Delta's writers clean theirs: at a checkpoint)
         except Exception as exc:  # noqa: BLE001 - maintenance never stops the pipeline
             log.warning("checkpoint of %s skipped: %s", name, _first_line(exc))
     if cfg.vacuum_every_s <= 0:
@@ -760,14 +762,19 @@ def maintain_between_batches(lake: Lake, cfg: PipelineConfig) -> dict[str, Any]:
             continue
         if files:
             out["vacuumed"][name] = len(files)
-        try:
-            logs = lake.cleanup_log(name, retain_hours=cfg.log_retain_hours)
-        except Exception as exc:  # noqa: BLE001 - maintenance never stops the pipeline
-            log.warning("log cleanup of %s skipped: %s", name, _first_line(exc))
-            continue
-        if logs:
-            out["logs_cleaned"][name] = len(logs)
+        if cfg.checkpoint_every <= 0:  # (no checkpoints of the pipeline's own to clean the log at)
+            _clean_log(lake, name, cfg, out)
     return out
+
+
+def _clean_log(lake: Lake, name: str, cfg: PipelineConfig, out: dict[str, Any]) -> None:
+    try:
+        logs = lake.cleanup_log(name, retain_hours=cfg.log_retain_hours)
+    except Exception as exc:  # noqa: BLE001 - maintenance never stops the pipeline
+        log.warning("log cleanup of %s skipped: %s", name, _first_line(exc))
+        return
+    if logs:
+        out["logs_cleaned"][name] = len(logs)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -257,7 +257,16 @@ def parse_chat_reply(reply: dict[str, Any]) -> ChatReply:
 
 def tool_call_action(tool_calls: list[dict[str, Any]]) -> ToolAction | None:
     """The action of the first native tool call the worker knows (``None``: none, or bad arguments)."""
-    for call in tool_calls:
+    acted = acted_call(tool_calls)
+    return acted[1] if acted else None
+
+
+def acted_call(tool_calls: list[dict[str, Any]]) -> tuple[int, ToolAction] | None:
+    """``(index, action)`` of the first native tool call the worker knows.
+
+    ``None``: no call of a known tool, or its arguments are not a JSON object.
+    """
+    for i, call in enumerate(tool_calls):
         fn = call.get("function") or {}
         name = fn.get("name")
         if name not in TOOLS:
@@ -265,9 +274,9 @@ def tool_call_action(tool_calls: list[dict[str, Any]]) -> ToolAction | None:
         raw = fn.get("arguments") or "{}"
         try:
             args = json.loads(raw) if isinstance(raw, str) else dict(raw)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             return None
-        return ToolAction(str(name), args if isinstance(args, dict) else {})
+        return (i, ToolAction(str(name), args)) if isinstance(args, dict) else None
     return None
 
 
@@ -299,8 +308,10 @@ def parse_tool_call_blocks(text: str, first_id: int = 0) -> tuple[str, list[dict
             if not isinstance(name, str) or not isinstance(args, dict | str):
                 raise TypeError(name)
             arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        except (ValueError, TypeError, KeyError):
-            found = _NAME.search(block)
+        except (ValueError, TypeError, KeyError, RecursionError):
+            # kept as written; a name only where the block is no JSON at all (cut, or broken), so a
+            # well-formed object of the wrong shape can never be taken for a call of a known tool
+            found = None if _is_json(block) else _NAME.search(block)
             name, arguments = (found.group(1) if found else ""), block.strip()
         calls.append(
             {"id": f"call-{n}", "type": "function", "function": {"name": name, "arguments": arguments}}
@@ -308,20 +319,28 @@ def parse_tool_call_blocks(text: str, first_id: int = 0) -> tuple[str, list[dict
     return text[: text.find("<tool_call>")], calls
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def split_reasoning(text: str) -> tuple[str | None, str]:
     """``(reasoning, answer)`` of a generated text with a ``<think>...</think>`` block (Qwen3, DeepSeek-R1).
 
     As vLLM's reasoning parsers split it: the reasoning is what comes before
-    ``</think>`` (a leading ``<think>`` left out; a prompt may have opened the
-    block), the answer what follows. A text that opens a block it never closes
+    ``</think>`` (after a ``<think>``, when there is one: a prompt may have
+    opened the block), the answer what follows. A text that opens a block it never closes
     (cut by the length limit) is all reasoning; one with neither tag is all answer.
     """
-    head, opened, rest = text.partition("<think>")
-    body = rest if opened and not head.strip() else text
+    _, opened, rest = text.partition("<think>")
+    body = rest if opened else text  # (text before an opening tag is dropped, as vLLM drops it)
     if "</think>" in body:
         reasoning, _, answer = body.partition("</think>")
         return reasoning, answer
-    if opened and not head.strip():
+    if opened:
         return body, ""
     return None, text
 
@@ -405,9 +424,8 @@ class ChatTokens:
     _MARK = "trajlake-tool-output"
 
     def __init__(self, path: str | Path, *, tools: list[dict[str, Any]] | None = None) -> None:
-        import jinja2
-
         try:
+            import jinja2
             from transformers import AutoTokenizer
 
             self.tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
@@ -437,9 +455,32 @@ class ChatTokens:
                     f"the chat template at {path} renders no {missing}: tools=1 with token in/out needs "
                     "a template that takes `tools` and `tool` messages (e.g. Qwen's or Hermes')"
                 )
-        self._closed = self.render(self.base, add_generation_prompt=False)
-        ends = [i for i, t in enumerate(self._closed) if t == self.eos]
-        self._after_eos = self._closed[ends[-1] + 1 :] if ends else []
+        try:
+            self._closed, self._after_eos = self._closed_turn()
+        except (jinja2.TemplateError, TypeError, ValueError, KeyError) as exc:
+            raise PolicySpecError(f"the chat template at {path} cannot render a conversation: {exc}") from exc
+
+    def _closed_turn(self) -> tuple[list[int], list[int]]:
+        """The base conversation's ids through its assistant turn's end, as drawn when a turn follows it.
+
+        Templates draw a conversation's last assistant turn apart (Qwen3's opens an empty ``<think>``
+        block in it), so the turn is read off a rendering where another follows: through the last
+        end-of-turn token before the following turn's content (where two renderings with different
+        contents part). Templates with no end-of-turn token there: the base rendered alone, and what
+        follows its last end-of-turn token.
+        """
+        a, b = (self.render([*self.base, {"role": "user", "content": c}], add_generation_prompt=False)
+                for c in ("x", "y"))  # fmt: skip
+        apart = next((i for i, (u, v) in enumerate(zip(a, b, strict=False)) if u != v), min(len(a), len(b)))
+        opened = len(
+            self.render(self.base[:2], add_generation_prompt=True)
+        )  # where the assistant turn starts
+        ends = [i for i in range(opened, apart) if a[i] == self.eos]
+        if ends:
+            return a[: ends[-1] + 1], []
+        alone = self.render(self.base, add_generation_prompt=False)
+        last = [i for i, t in enumerate(alone) if t == self.eos]
+        return alone, alone[last[-1] + 1 :] if last else []
 
     def text(self, messages: list[dict[str, Any]], *, add_generation_prompt: bool) -> str:
         """``messages`` through the chat template (with the tools, if any), as text."""
@@ -666,10 +707,11 @@ class OpenAIChatPolicy(Policy):
             return self._fixed_version
         if self.weights_file:
             try:
-                text = Path(self.weights_file).read_text().strip()
-            except OSError as exc:
+                text = Path(self.weights_file).read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
                 raise PolicyUnavailableError(
-                    f"the served weights' file {self.weights_file} cannot be read ({exc.strerror}): "
+                    f"the served weights' file {self.weights_file} cannot be read ({why}): "
                     "write the checkpoint id there when weights are pushed"
                 ) from exc
             return text or None
@@ -780,19 +822,24 @@ class OpenAIChatPolicy(Policy):
         )
         if reply.prompt_token_ids is not None and reply.completion_token_ids is not None:
             self.history_ids = reply.prompt_token_ids + reply.completion_token_ids
-        action = tool_call_action(reply.tool_calls) or parse_action(reply.text)
         call = self._call(reply, latency, broke)
-        self._answered(reply)
-        return PolicyStep(action, call)
+        return PolicyStep(self._answered(reply), call)
 
-    def _answered(self, reply: ChatReply) -> None:
-        """Add the reply to the conversation: its answer, reasoning and the tool call acted on."""
+    def _answered(self, reply: ChatReply) -> ToolAction | None:
+        """Add the reply to the conversation (its answer, reasoning and the tool call acted on); its action.
+
+        Of several calls the one acted on stays (the next tool turn answers it); where none is
+        (a malformed call), the first, which the worker's complaint answers.
+        """
+        acted = acted_call(reply.tool_calls)
         assistant: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.tool_calls:
-            assistant["tool_calls"] = reply.tool_calls[:1]  # the one call acted on
+            i = acted[0] if acted else 0
+            assistant["tool_calls"] = reply.tool_calls[i : i + 1]
         if reply.reasoning:
             assistant["reasoning_content"] = reply.reasoning
         self.messages.append(assistant)
+        return acted[1] if acted else parse_action(reply.text)
 
     def _call(self, reply: ChatReply, latency: float, broke: bool) -> ModelCall:
         return ModelCall(
@@ -850,8 +897,7 @@ class OpenAIChatPolicy(Policy):
             reply.text, reply.tool_calls = parse_tool_call_blocks(reply.text, self._calls_made)
             self._calls_made += len(reply.tool_calls)
         call = self._call(reply, latency, broke)
-        self._answered(reply)
-        return PolicyStep(tool_call_action(reply.tool_calls) or parse_action(reply.text), call)
+        return PolicyStep(self._answered(reply), call)
 
     def close(self) -> None:
         """Release the HTTP connections."""

@@ -507,3 +507,16 @@ def test_log_cleanup_turns_the_writers_cleanup_off_on_an_older_table(tmp_path: P
     assert "delta.enableExpiredLogCleanup" not in lk.table("failures").metadata().configuration
     assert lk.cleanup_log("failures") == []
     assert lk.table("failures").metadata().configuration["delta.enableExpiredLogCleanup"] == "false"
+
+
+def test_the_pipeline_cleans_the_log_at_the_checkpoints_it_writes(lake: Lake) -> None:
+    from pipelines.log_pipeline import PipelineConfig, maintain_between_batches
+
+    cfg = PipelineConfig(bootstrap="unused:9092", lake_root=lake.root, checkpoint_every=10, vacuum_every_s=0)
+    _age_log(lake.uri("failures"), 40)
+    rows = lake.read("failures").num_rows
+    done = maintain_between_batches(lake, cfg)
+    assert "failures" in done["checkpointed"] and done["logs_cleaned"]["failures"] >= N_FILES
+    assert (
+        lake.read("failures").num_rows == rows and maintain_between_batches(lake, cfg)["logs_cleaned"] == {}
+    )

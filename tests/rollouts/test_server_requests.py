@@ -371,6 +371,21 @@ def test_a_weights_file_is_read_again_for_every_episode(
     assert _recorded(sink, second) == (new, [new], [new])
 
 
+def test_a_weights_file_that_is_not_text_is_a_policy_outage_in_one_sentence(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    from rollouts import PolicyUnavailableError
+
+    pushed = tmp_path / "served-weights"
+    pushed.write_bytes(b"\xff\xfe\x00binary")
+    policy = make_policy(f"openai:{server.base_url}#{MODEL}?logprobs=processed&weights_file={pushed}")
+    try:
+        with pytest.raises(PolicyUnavailableError, match="not UTF-8 text"):
+            policy.sync()  # (an InfraError: run_episode ends the episode infra_error, the worker goes on)
+    finally:
+        policy.close()
+
+
 def test_without_a_setting_the_checkpoint_id_in_the_served_path_is_the_policy_version(
     server: FakeServer, task: Task, tmp_path: Path
 ) -> None:

@@ -328,3 +328,68 @@ def test_a_chat_replys_reasoning_is_recorded_sent_back_and_kept_in_the_samples(
     rows = sample_rows(fold_episode(events[0].episode_id, events))
     replies = [m for r in rows for m in json.loads(r["response_messages"]) if m["role"] == "assistant"]
     assert replies[0]["reasoning_content"] == "the file first" and "reasoning_content" not in replies[-1]
+
+
+@pytest.mark.parametrize("tools", [True, False])
+def test_token_in_out_goes_on_with_a_template_that_draws_the_last_assistant_turn_apart(
+    tools: bool, server: str, tmp_path: Path
+) -> None:
+    """Qwen3's template opens an empty ``<think>`` block in a conversation's last assistant turn only:
+    the turn is read as drawn with a turn after it, so histories continue (they used to stop at the
+    second call: the template seemed to render earlier turns differently)."""
+    from tests.rollouts.tiny_chat import LAST_TURN_THINKS
+
+    tok_dir = tmp_path / "tok"
+    chat_tokenizer(tok_dir, CORPUS, vocab_size=400, template=LAST_TURN_THINKS)
+    tokens = ChatTokens(tok_dir, tools=TOOL_SCHEMAS if tools else None)
+    alone = tokens.render(tokens.base, add_generation_prompt=False)
+    followed = tokens.render([*tokens.base, {"role": "user", "content": "x"}], add_generation_prompt=False)
+    assert followed[: len(alone)] != alone  # (the template's quirk, which the old reading tripped on)
+    _Server.replies = [CALL_LS, CALL_LS, SUBMIT] if tools else ["```bash\nls\n```"] * 2 + ["done"]
+    policy = OpenAIChatPolicy(server, "tiny", native_tools=tools, tokenizer=str(tok_dir))
+    try:
+        policy.begin(load_task(TASK))
+        steps = [policy.step(None), policy.step("[bash exit=0]\nanswer.txt"), policy.step("[bash exit=0]\n")]
+    finally:
+        policy.close()
+    assert all(s.model_call is not None and not s.model_call.history_break for s in steps)
+    sent = [_prompt(r) for r in _Server.requests]
+    for before, after, step in zip(sent, sent[1:], steps, strict=False):
+        completion = step.model_call.completion_token_ids or []  # type: ignore[union-attr]
+        assert after[: len(before) + len(completion)] == before + completion  # the history only grew
+    if tools:
+        assert steps[2].action == ToolAction("submit") and policy.messages[3]["role"] == "tool"
+
+
+def test_calls_that_are_well_formed_json_of_the_wrong_shape_take_no_action() -> None:
+    from rollouts.policies import acted_call, tool_call_action
+
+    for block in ('{"name": "bash", "arguments": null}', '{"name": "bash", "arguments": [1]}',
+                  '{"name": "bash", "arguments": "[1]"}', '{"tool": "bash", "command": "ls"}'):  # fmt: skip
+        _, calls = parse_tool_call_blocks(f"<tool_call>{block}</tool_call>")
+        assert tool_call_action(calls) is None, block
+    _, [deep] = parse_tool_call_blocks("<tool_call>" + "[" * 5000)  # too deep for json: kept, no crash
+    assert deep["function"]["name"] == "" and tool_call_action([deep]) is None
+    # of several calls, the first of a known tool acts, and says which it was
+    _, calls = parse_tool_call_blocks('<tool_call>{"name": "search", "arguments": {}}</tool_call>' + CALL_LS)
+    assert acted_call(calls) == (1, ToolAction("bash", {"command": "ls"}))
+    assert split_reasoning("x<think>abc</think>ans") == ("abc", "ans")  # (vLLM drops text before the tag)
+
+
+def test_the_call_acted_on_is_the_one_the_next_tool_turn_answers(server: str, tokenizer_dir: Path) -> None:
+    search = '<tool_call>{"name": "search", "arguments": {"q": "x"}}</tool_call>'
+    _Server.replies = [search + CALL_LS, SUBMIT]
+    policy = OpenAIChatPolicy(server, "tiny", native_tools=True, tokenizer=str(tokenizer_dir))
+    try:
+        policy.begin(load_task(TASK))
+        first = policy.step(None)
+        policy.step("[bash exit=0]\nanswer.txt")
+    finally:
+        policy.close()
+    assert first.action == ToolAction("bash", {"command": "ls"})
+    assert first.model_call is not None and [c["id"] for c in first.model_call.tool_calls or []] == [
+        "call-0",
+        "call-1",
+    ]
+    assert [c["id"] for c in policy.messages[2]["tool_calls"]] == ["call-1"]  # the bash call, acted on
+    assert policy.messages[3]["tool_call_id"] == "call-1"

@@ -27,8 +27,18 @@ CHAT_TEMPLATE = (
 )
 """ChatML, with tools, tool calls, tool outputs and reasoning as Qwen2.5 and Qwen3 render them."""
 
+LAST_TURN_THINKS = CHAT_TEMPLATE.replace(
+    "{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}",
+    "{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>"
+    "{% elif loop.last %}<think>\n\n</think>\n\n{% endif %}",
+)
+"""The same, but a conversation's last assistant turn opens an empty ``<think>`` block, as Qwen3's
+template draws it (and draws the same turn without one once another turn follows)."""
 
-def chat_tokenizer(out: Path, corpus: str, *, vocab_size: int = 400, **special: str) -> Any:
+
+def chat_tokenizer(
+    out: Path, corpus: str, *, vocab_size: int = 400, template: str = CHAT_TEMPLATE, **special: str
+) -> Any:
     """Train a tokenizer on ``corpus``, give it the chat template, save it to ``out`` and return it.
 
     ``special``: the tokenizer's named tokens (``eos_token`` is ``<|im_end|>`` unless given).
@@ -47,6 +57,6 @@ def chat_tokenizer(out: Path, corpus: str, *, vocab_size: int = 400, **special: 
     fast = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok, **{"eos_token": "<|im_end|>", **special}
     )
-    fast.chat_template = CHAT_TEMPLATE
+    fast.chat_template = template
     fast.save_pretrained(out)
     return fast
