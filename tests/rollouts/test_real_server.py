@@ -43,8 +43,9 @@ def _build(out: Path) -> None:
         pad_token="<|endoftext|>",
     )
     torch.manual_seed(0)
+    # 4,096 positions: the template renders the four tool schemas, ~1,300 tokens of this tiny vocabulary
     config = transformers.GPT2Config(
-        vocab_size=len(fast), n_positions=1024, n_embd=32, n_layer=1, n_head=2,
+        vocab_size=len(fast), n_positions=4096, n_embd=32, n_layer=1, n_head=2,
         bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
     )  # fmt: skip
     transformers.GPT2LMHeadModel(config).save_pretrained(out)
