@@ -186,30 +186,3 @@ def test_event_columns_give_the_rows_event_row_gives() -> None:
     rows.append(event_row(event, "t", 0, 9, written_version=written))
     assert len(cols) == len(rows) > 100
     assert cols.table().equals(pa.Table.from_pylist(rows, schema=TABLES["events"]))
-
-
-def test_utc_timestamps_convert_to_and_from_arrow_as_arrow_converts_them() -> None:
-    """The fold's own timestamp conversions (Arrow's go through the time zone, 10x slower) give Arrow's values."""
-    import datetime as dt
-
-    from fold.rows import datetimes, rows_table, timestamp_array
-
-    utc = pa.timestamp("us", tz="UTC")
-    plus2 = dt.timezone(dt.timedelta(hours=2))
-    values = [
-        dt.datetime(2026, 12, 4, 10, 11, 12, 999_999, tzinfo=dt.UTC),
-        None,
-        dt.datetime(1969, 12, 31, 23, 59, 59, 1, tzinfo=dt.UTC),  # before the epoch
-        dt.datetime(2026, 6, 1, 1, 0, 0, 7, tzinfo=plus2),  # another offset: the same instant in UTC
-        dt.datetime(1, 1, 1, tzinfo=dt.UTC),
-        dt.datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=dt.UTC),
-    ]
-    fast = timestamp_array(values, utc)
-    assert fast.equals(pa.array(values, type=utc))
-    assert datetimes(fast) == fast.to_pylist() and datetimes(pa.chunked_array([fast, fast])) == values * 2
-    naive = [dt.datetime(2026, 12, 4, 1, 2, 3)]  # (Arrow's own conversion: wall time as UTC)
-    assert timestamp_array(naive, utc).equals(pa.array(naive, type=utc))
-    with pytest.raises(pa.ArrowException):  # refused as Arrow refuses it
-        timestamp_array(["2026-12-04"], utc)
-    rows = [{"episode_id": "e", "started_at": v, "ended_at": v} for v in values]
-    assert rows_table(rows, TABLES["episodes"]).equals(pa.Table.from_pylist(rows, schema=TABLES["episodes"]))
