@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,16 +43,24 @@ def _episode(
     return docs
 
 
-def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole(
-    kafka: EmbeddedKafka, tmp_path: Path
-) -> None:
-    topic = f"t.select.{os.getpid()}.{random.getrandbits(24):06x}"
+def _folding(kafka: EmbeddedKafka, tmp_path: Path, name: str) -> tuple[str, Callable[..., None]]:
+    """``(lake root, send)``: ``send(*episodes)`` produces the episodes' events to a topic of the
+    test's own and folds them into the lake."""
+    topic = f"t.{name}.{os.getpid()}.{random.getrandbits(24):06x}"
     EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
     cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
 
     def send(*episodes: list[Any]) -> None:
         produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for ep in episodes for d in ep])
         run_once(cfg)
+
+    return cfg.lake_root, send
+
+
+def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole(
+    kafka: EmbeddedKafka, tmp_path: Path
+) -> None:
+    root, send = _folding(kafka, tmp_path, "select")
 
     send(
         _episode("a1", "ga"), _episode("a2", "ga", verdict="fail"),  # a whole group
@@ -62,7 +71,7 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
         _episode("f", "gf", sampling={"temperature": 0.7}),
         _episode("h1", "gh", size=3), _episode("h2", "gh", size=3),  # the third attempt has not started
     )  # fmt: skip
-    spec = DatasetSpec(lake=cfg.lake_root, judge_name="tests")
+    spec = DatasetSpec(lake=root, judge_name="tests")
     first = load_samples(spec)
     assert sorted(s.episode_id for s in first.samples) == ["a1", "a2", "f"]
     assert {s.episode_id: s.temperature for s in first.samples}["f"] == 0.7
@@ -75,10 +84,10 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
         [reward("b", 2), ended("b", 3)], [reward("d2", 2, verdict="fail"), ended("d2", 3)],
         _episode("h3", "gh", size=3, verdict="fail"),
     )  # fmt: skip
-    later = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=first.table_versions))
+    later = load_samples(DatasetSpec(lake=root, judge_name="tests", since=first.table_versions))
     assert sorted(s.episode_id for s in later.samples) == ["b", "d1", "d2", "h1", "h2", "h3"]
     assert dict(later.skipped) == {}  # what was excluded at the parent's snapshot was counted there
-    again = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=later.table_versions))
+    again = load_samples(DatasetSpec(lake=root, judge_name="tests", since=later.table_versions))
     assert again.samples == []
 
     # the same snapshot exported for other trainers, read back with the consumer's own reader
@@ -89,7 +98,7 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
 
     from learners.export import export_dataset
 
-    lineage = export_dataset(DatasetSpec(lake=cfg.lake_root, judge_name="tests"), "verl", tmp_path / "verl")
+    lineage = export_dataset(DatasetSpec(lake=root, judge_name="tests"), "verl", tmp_path / "verl")
     rl = pq.read_table(tmp_path / "verl" / "train.parquet")
     tokens = pq.read_table(tmp_path / "verl" / "tokens.parquet").to_pylist()
     # each task's prompt once (verl's rollouts sample its attempts), the recorded samples beside it
@@ -118,7 +127,7 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
     # the Hugging Face datasets directory, opened by datasets itself
     import datasets
 
-    hf_lineage = export_dataset(DatasetSpec(lake=cfg.lake_root, judge_name="tests"), "hf", tmp_path / "hf")
+    hf_lineage = export_dataset(DatasetSpec(lake=root, judge_name="tests"), "hf", tmp_path / "hf")
     ds = datasets.load_from_disk(str(tmp_path / "hf"))
     assert ds.num_rows == hf_lineage["rows"] == 9 and ds.split == "train"
     assert hf_lineage["table_versions"] == later.table_versions
@@ -131,14 +140,14 @@ def test_episodes_open_or_unscored_at_the_parent_are_trained_once_they_are_whole
     cli = Path(sys.executable).with_name("trajlake")
     env = {**os.environ, "TRAJLAKE_HOME": str(tmp_path / "home")}
     p = subprocess.run(
-        [str(cli), "export", "--format", "trl", "--out", str(tmp_path / "trl"), "--lake", cfg.lake_root],
+        [str(cli), "export", "--format", "trl", "--out", str(tmp_path / "trl"), "--lake", root],
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
     rows = [json.loads(x) for x in (tmp_path / "trl" / "train.jsonl").read_text().splitlines()]
     assert len(rows) == json.loads((tmp_path / "trl" / "lineage.json").read_text())["rows"] == 9
     again_cli = subprocess.run(
-        [str(cli), "export", "--format", "trl", "--out", str(tmp_path / "trl"), "--lake", cfg.lake_root],
+        [str(cli), "export", "--format", "trl", "--out", str(tmp_path / "trl"), "--lake", root],
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert again_cli.returncode == 2 and "already holds an export" in " ".join(again_cli.stderr.split())
@@ -152,13 +161,7 @@ def test_multi_turn_episodes_are_one_sequence_and_a_partial_group_waits_only_so_
     from lake import Lake
     from tests.pipelines.factories import T0, call, result
 
-    topic = f"t.turns.{os.getpid()}.{random.getrandbits(24):06x}"
-    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
-    cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
-
-    def send(*episodes: list[Any]) -> None:
-        produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for ep in episodes for d in ep])
-        run_once(cfg)
+    root, send = _folding(kafka, tmp_path, "turns")
 
     bash = {
         "id": "call-1",
@@ -193,11 +196,11 @@ def test_multi_turn_episodes_are_one_sequence_and_a_partial_group_waits_only_so_
         [started("n", group_id="gn"), reward("n", 1), ended("n", 2)],  # a scripted episode: no model call
         [at(d, 3 * 3600) for d in _episode("late", "gl")],  # the log's clock is three hours on
     )  # fmt: skip
-    stored = {(r["episode_id"], r["sequence"]): r for r in Lake(cfg.lake_root).read("samples").to_pylist()}
+    stored = {(r["episode_id"], r["sequence"]): r for r in Lake(root).read("samples").to_pylist()}
     assert stored[("m1", 0)]["response_ids"] == [7, 2, 40, 41, 8, 2]
     assert stored[("m1", 0)]["response_mask"] == [1, 1, 0, 0, 1, 1]
     assert [stored[("m2", i)]["start"] for i in (0, 1)] == ["episode", "history_mismatch"]
-    first = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", max_group_wait_s=600))
+    first = load_samples(DatasetSpec(lake=root, judge_name="tests", max_group_wait_s=600))
     by_episode = {(s.episode_id, s.sequence): s for s in first.samples}
     assert sorted(by_episode) == [("late", 0), ("m1", 0), ("m2", 0), ("m2", 1)]
     m1 = by_episode[("m1", 0)]
@@ -207,21 +210,21 @@ def test_multi_turn_episodes_are_one_sequence_and_a_partial_group_waits_only_so_
     assert dict(first.token_history) == {"merged_calls": 1, "history_mismatch": 1}
     # x1 waited too long and x2 is still open; s2 is unscored too long; n has nothing to train on
     assert dict(first.skipped) == {"group_expired": 4, "no_samples": 1}
-    waiting = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", max_group_wait_s=None))
+    waiting = load_samples(DatasetSpec(lake=root, judge_name="tests", max_group_wait_s=None))
     # without a bound: waiting
     assert dict(waiting.skipped) == {"group_waiting": 2, "incomplete": 1, "no_reward": 1, "no_samples": 1}
 
     # x2 ends (long after x1): the group is whole now, but too late; counted once, never trained
     send([at(reward("x2", 2), 4 * 3600), at(ended("x2", 3), 4 * 3600)], [at(reward("s2", 3), 2 * 3600)])
     later = load_samples(
-        DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=first.table_versions, max_group_wait_s=600)
+        DatasetSpec(lake=root, judge_name="tests", since=first.table_versions, max_group_wait_s=600)
     )
     assert later.samples == [] and dict(later.skipped) == {}
 
     # the export holds the whole sequence with its mask, and the conversation that followed the prompt
     from learners.export import export_dataset
 
-    lineage = export_dataset(DatasetSpec(lake=cfg.lake_root, judge_name="tests", max_group_wait_s=600),
+    lineage = export_dataset(DatasetSpec(lake=root, judge_name="tests", max_group_wait_s=600),
                              "trl", tmp_path / "trl")  # fmt: skip
     assert lineage["token_history"] == {"merged_calls": 1, "history_mismatch": 1}
     turns = [r for r in map(json.loads, (tmp_path / "trl" / "train.jsonl").read_text().splitlines())
@@ -237,16 +240,13 @@ def test_a_group_that_loses_a_member_to_a_row_exclusion_is_dropped_whole(
     kafka: EmbeddedKafka, tmp_path: Path
 ) -> None:
     """The baseline of a group is its mean reward: over survivors it would be another group's."""
-    topic = f"t.whole.{os.getpid()}.{random.getrandbits(24):06x}"
-    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
-    cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
+    root, send = _folding(kafka, tmp_path, "whole")
     untrainable = [started("p2", group_id="gp"), model("p2", 1),  # no token data
                    reward("p2", 2, verdict="fail"), ended("p2", 3)]  # fmt: skip
     docs = [*_episode("p1", "gp"), *untrainable, *_episode("q1", "gq"), *_episode("q2", "gq", verdict="fail"),
             *_episode("r1", "gr"), *_episode("r2", "gr", verdict="fail")]  # fmt: skip
-    produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for d in docs])
-    run_once(cfg)
-    data = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests"))
+    send(docs)
+    data = load_samples(DatasetSpec(lake=root, judge_name="tests"))
     assert sorted(s.episode_id for s in data.samples) == ["q1", "q2", "r1", "r2"]
     assert (data.skipped["no_token_data"], data.skipped["partial_group"]) == (1, 1)
     # a filter the learner applies later (policy lag, vocabulary) keeps groups whole too
@@ -259,13 +259,7 @@ def test_a_group_that_loses_a_member_to_an_episode_exclusion_is_dropped_whole(
     kafka: EmbeddedKafka, tmp_path: Path
 ) -> None:
     """A judge error, an infra error, lost events or no samples in one member: no baseline over the rest."""
-    topic = f"t.whole.ep.{os.getpid()}.{random.getrandbits(24):06x}"
-    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 2}).ensure_topics()
-    cfg = PipelineConfig(bootstrap=kafka.bootstrap, lake_root=str(tmp_path / "lake"), topics=(topic,))
-
-    def send(*episodes: list[Any]) -> None:
-        produce(kafka.bootstrap, [(topic, d["episode_id"].encode(), wire(d)) for ep in episodes for d in ep])
-        run_once(cfg)
+    root, send = _folding(kafka, tmp_path, "whole.ep")
 
     send(
         _episode("a1", "ga"), _episode("a2", "ga", verdict="fail"),  # whole: trained
@@ -274,7 +268,7 @@ def test_a_group_that_loses_a_member_to_an_episode_exclusion_is_dropped_whole(
         _episode("p1", "gp"), [started("p2", group_id="gp"), _call("p2", 1), reward("p2", 3), ended("p2", 4)],
         _episode("n1", "gn"), [started("n2", group_id="gn"), reward("n2", 1, verdict="fail"), ended("n2", 2)],
     )  # fmt: skip
-    data = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests"))
+    data = load_samples(DatasetSpec(lake=root, judge_name="tests"))
     assert sorted(s.episode_id for s in data.samples) == ["a1", "a2"]
     # each left-out member under its own reason, the members it took with it under partial_group
     # (p2's seq 2 never arrived: a gap; n2 made no model call: no samples, n1 went with it)
@@ -284,5 +278,5 @@ def test_a_group_that_loses_a_member_to_an_episode_exclusion_is_dropped_whole(
 
     # the next step reads what became trainable since: these groups stay dropped, counted once
     send(_episode("b1", "gb"), _episode("b2", "gb", verdict="fail"))
-    later = load_samples(DatasetSpec(lake=cfg.lake_root, judge_name="tests", since=data.table_versions))
+    later = load_samples(DatasetSpec(lake=root, judge_name="tests", since=data.table_versions))
     assert sorted(s.episode_id for s in later.samples) == ["b1", "b2"] and dict(later.skipped) == {}

@@ -41,6 +41,7 @@ from rollouts.runner import ROLLOUT_SPEC
 from sandboxes import SandboxBackend, SandboxPool
 from schemas import parse_event
 from schemas.events import PolicyRef, RewardPayload
+from tests.rollouts.json_reply import send_json
 from tests.rollouts.tiny_chat import chat_tokenizer
 from trajlake.policy_specs import make_policy
 
@@ -135,12 +136,7 @@ def server() -> Iterator[FakeServer]:
 
     class Handler(BaseHTTPRequestHandler):
         def _send(self, doc: Any, status: int = 200) -> None:
-            data = json.dumps(doc).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            send_json(self, doc, status)
 
         def do_GET(self) -> None:  # noqa: N802
             assert state is not None
@@ -208,6 +204,21 @@ def _one_call(policy: Policy, task: Task) -> ModelCall:
     return call
 
 
+def _first_prompt(policy: OpenAIChatPolicy, task: Task) -> list[int]:
+    """The ids the task's first prompt renders to with the policy's own chat template."""
+    assert policy.tokens is not None
+    system = {"role": "system", "content": policy.system_prompt}
+    return policy.tokens.prompt([system, {"role": "user", "content": task.spec.instruction}])
+
+
+def _sent(body: dict[str, Any], expected: dict[str, Any], names: dict[str, str] | None = None) -> None:
+    """Each of ``expected`` is in ``body``, with its value (under the route's own ``names``)."""
+    for name, value in expected.items():
+        key = (names or {}).get(name, name)
+        assert key in body, f"{key} was not sent: the server would apply its own default"
+        assert body[key] == value, key
+
+
 # ------------------------------------------------------------------ request bodies
 
 
@@ -218,9 +229,7 @@ def test_vllm_chat_requests_carry_every_sampling_parameter(server: FakeServer, t
     finally:
         policy.close()
     [body] = server.bodies("/v1/chat/completions")
-    for name, value in SENT.items():
-        assert name in body, f"{name} was not sent: the server would apply its own default"
-        assert body[name] == value, name
+    _sent(body, SENT)
     assert body["model"] == MODEL and body["logprobs"] is True
     assert body["return_token_ids"] is True and body["return_tokens_as_token_ids"] is True
     assert body["messages"][-1] == {"role": "user", "content": task.spec.instruction}
@@ -237,9 +246,7 @@ def test_any_other_openai_server_gets_openais_fields_only(server: FakeServer, ta
         policy.close()
     [body] = server.bodies("/v1/chat/completions")
     expected = {k: v for k, v in SENT.items() if k in OPENAI_CHAT_FIELDS}
-    for name, value in expected.items():
-        assert name in body, f"{name} was not sent: the server would apply its own default"
-        assert body[name] == value, name
+    _sent(body, expected)
     assert set(body) == {"model", "messages", "logprobs", *expected}  # nothing a server may refuse
     assert call.sampling == expected
 
@@ -250,13 +257,7 @@ def test_token_in_out_on_vllm_sends_the_prompt_as_ids_with_every_sampling_parame
     policy = _policy(server, tokenizer=str(tokenizer_dir))
     try:
         call = _one_call(policy, task)
-        assert policy.tokens is not None
-        expected_prompt = policy.tokens.prompt(
-            [
-                {"role": "system", "content": policy.system_prompt},
-                {"role": "user", "content": task.spec.instruction},
-            ]
-        )
+        expected_prompt = _first_prompt(policy, task)
         second = policy.step("[bash exit=0]\nok").model_call
     finally:
         policy.close()
@@ -264,9 +265,7 @@ def test_token_in_out_on_vllm_sends_the_prompt_as_ids_with_every_sampling_parame
     first_body, second_body = server.bodies("/v1/completions")
     assert first_body["prompt"] == expected_prompt and all(isinstance(i, int) for i in expected_prompt)
     for body in (first_body, second_body):
-        for name, value in SENT.items():
-            assert name in body, f"{name} was not sent: the server would apply its own default"
-            assert body[name] == value, name
+        _sent(body, SENT)
         assert body["model"] == MODEL and body["logprobs"] == 1
         assert body["return_token_ids"] is True and body["return_tokens_as_token_ids"] is True
     # the second prompt continues the exact history: first prompt + the completion's ids as returned
@@ -281,13 +280,7 @@ def test_token_in_out_on_sglang_sends_input_ids_and_every_sampling_parameter(
     policy = _policy(server, server="sglang", tokenizer=str(tokenizer_dir))
     try:
         call = _one_call(policy, task)
-        assert policy.tokens is not None
-        expected_prompt = policy.tokens.prompt(
-            [
-                {"role": "system", "content": policy.system_prompt},
-                {"role": "user", "content": task.spec.instruction},
-            ]
-        )
+        expected_prompt = _first_prompt(policy, task)
     finally:
         policy.close()
     [body] = server.bodies("/generate")  # SGLang's native route, at the server's root
@@ -295,12 +288,7 @@ def test_token_in_out_on_sglang_sends_input_ids_and_every_sampling_parameter(
     assert body["input_ids"] == expected_prompt
     assert body["return_logprob"] is True  # without it /generate sends no log-probs
     # SGLang's names: max_new_tokens and sampling_seed
-    native = {"max_tokens": "max_new_tokens", "seed": "sampling_seed"}
-    params = body["sampling_params"]
-    for name, value in SENT.items():
-        key = native.get(name, name)
-        assert key in params, f"{key} was not sent: the server would apply its own default"
-        assert params[key] == value, key
+    _sent(body["sampling_params"], SENT, {"max_tokens": "max_new_tokens", "seed": "sampling_seed"})
     assert (call.completion_token_ids, call.completion_logprobs) == (COMPLETION_IDS, COMPLETION_LOGPROBS)
     assert call.served_by is not None and call.served_by["kind"] == "sglang"
 

@@ -29,11 +29,13 @@ from rollouts.policies import (
     ChatTokens,
     ModelCall,
     OpenAIChatPolicy,
+    PolicyStep,
     ToolAction,
     parse_tool_call_blocks,
     split_reasoning,
 )
 from schemas import parse_event
+from tests.rollouts.json_reply import send_json
 from tests.rollouts.tiny_chat import chat_tokenizer
 
 CORPUS = (
@@ -85,12 +87,7 @@ class _Server(BaseHTTPRequestHandler):
             choice = {"text": text, "token_ids": ids, "prompt_token_ids": body["prompt"],
                       "finish_reason": "stop", "logprobs": lp}  # fmt: skip
             reply = {"model": body["model"], "choices": [choice]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, reply)
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -134,20 +131,25 @@ def _prompt(request: dict[str, Any]) -> list[int]:
     return list(request["input_ids"] if request["path"] == "/generate" else request["prompt"])
 
 
+def _converse(policy: OpenAIChatPolicy, replies: list[str], *observations: str) -> list[PolicyStep]:
+    """The policy's steps on the task while the server samples ``replies``: its first, then one per
+    observation (the policy is closed after)."""
+    _Server.replies = replies
+    try:
+        policy.begin(load_task(TASK))
+        return [policy.step(None), *(policy.step(o) for o in observations)]
+    finally:
+        policy.close()
+
+
 @pytest.mark.parametrize("kind", ["vllm", "sglang"])
 def test_token_in_out_with_tools_renders_the_schemas_reads_hermes_calls_and_answers_with_tool_turns(
     kind: str, server: str, tokenizer_dir: Path, tmp_path: Path
 ) -> None:
-    _Server.replies = ["Let me look." + CALL_LS, SUBMIT]
     policy = OpenAIChatPolicy(server, "tiny", server=kind, native_tools=True, tokenizer=str(tokenizer_dir),
                               logprob_semantics="processed", system_prompt="Use the tools.")  # fmt: skip
     tokens = ChatTokens(tokenizer_dir, tools=TOOL_SCHEMAS)
-    try:
-        policy.begin(load_task(TASK))
-        first = policy.step(None)
-        second = policy.step("[bash exit=0]\nanswer.txt")
-    finally:
-        policy.close()
+    first, second = _converse(policy, ["Let me look." + CALL_LS, SUBMIT], "[bash exit=0]\nanswer.txt")
     # the tool schemas went through the chat template into the prompt, as the server would render them
     sent = [_prompt(r) for r in _Server.requests]
     assert '"name": "write_file"' in tokens.tok.decode(sent[0]) and sent[0] == tokens.render(
@@ -200,14 +202,10 @@ def test_a_malformed_tool_call_block_is_recorded_as_written_and_takes_no_action(
     """As a native call with malformed arguments on the chat path: kept on the call, no action taken,
     and the worker's complaint goes back as the call's tool turn."""
     broken = '<tool_call>{"name": "bash", "arguments": {"command": "ls"</tool_call>'
-    _Server.replies = [broken, SUBMIT]
     policy = OpenAIChatPolicy(server, "tiny", native_tools=True, tokenizer=str(tokenizer_dir))
-    try:
-        policy.begin(load_task(TASK))
-        first = policy.step(None)
-        second = policy.step("[error] no action found in your reply; run a ```bash``` block or submit")
-    finally:
-        policy.close()
+    first, second = _converse(
+        policy, [broken, SUBMIT], "[error] no action found in your reply; run a ```bash``` block or submit"
+    )
     assert first.action is None and first.model_call is not None
     assert first.model_call.tool_calls == [{"id": "call-0", "type": "function", "function": {
         "name": "bash", "arguments": '{"name": "bash", "arguments": {"command": "ls"'}}]  # fmt: skip
@@ -238,14 +236,8 @@ def test_hermes_blocks_and_think_blocks_are_read_as_vllms_parsers_read_them() ->
 def test_token_in_out_records_the_think_block_as_reasoning(
     server: str, tokenizer_dir: Path, tmp_path: Path
 ) -> None:
-    _Server.replies = ["<think> look first </think>" + CALL_LS, "submit"]
     policy = OpenAIChatPolicy(server, "tiny", native_tools=True, tokenizer=str(tokenizer_dir))
-    try:
-        policy.begin(load_task(TASK))
-        first = policy.step(None)
-        second = policy.step("[bash exit=0]")
-    finally:
-        policy.close()
+    first, second = _converse(policy, ["<think> look first </think>" + CALL_LS, "submit"], "[bash exit=0]")
     assert first.model_call is not None and first.model_call.reasoning == " look first "
     assert first.model_call.completion == "" and first.action == ToolAction("bash", {"command": "ls"})
     assert policy.messages[2]["reasoning_content"] == " look first "
@@ -301,14 +293,10 @@ def test_a_chat_replys_reasoning_is_recorded_sent_back_and_kept_in_the_samples(
     ``reasoning``: either is recorded apart from the answer, goes back to the server with the
     assistant turn (as Qwen3's template wants it within an agent loop), and reaches the samples."""
     monkeypatch.setattr(_Server, "reasoning", field)
-    _Server.replies = ["<think>the file first</think>```bash\nls\n```", "submit"]
     policy = OpenAIChatPolicy(server, "tiny", logprob_semantics="processed")
-    try:
-        policy.begin(load_task(TASK))
-        first = policy.step(None)
-        second = policy.step("[bash exit=0]\nanswer.txt")
-    finally:
-        policy.close()
+    first, second = _converse(
+        policy, ["<think>the file first</think>```bash\nls\n```", "submit"], "[bash exit=0]\nanswer.txt"
+    )
     assert first.model_call is not None and second.model_call is not None
     assert (first.model_call.reasoning, first.model_call.completion) == ("the file first", "```bash\nls\n```")
     assert first.action == ToolAction("bash", {"command": "ls"}) and second.model_call.reasoning is None
@@ -345,13 +333,9 @@ def test_token_in_out_goes_on_with_a_template_that_draws_the_last_assistant_turn
     alone = tokens.render(tokens.base, add_generation_prompt=False)
     followed = tokens.render([*tokens.base, {"role": "user", "content": "x"}], add_generation_prompt=False)
     assert followed[: len(alone)] != alone  # (the template's quirk, which the old reading tripped on)
-    _Server.replies = [CALL_LS, CALL_LS, SUBMIT] if tools else ["```bash\nls\n```"] * 2 + ["done"]
+    replies = [CALL_LS, CALL_LS, SUBMIT] if tools else ["```bash\nls\n```"] * 2 + ["done"]
     policy = OpenAIChatPolicy(server, "tiny", native_tools=tools, tokenizer=str(tok_dir))
-    try:
-        policy.begin(load_task(TASK))
-        steps = [policy.step(None), policy.step("[bash exit=0]\nanswer.txt"), policy.step("[bash exit=0]\n")]
-    finally:
-        policy.close()
+    steps = _converse(policy, replies, "[bash exit=0]\nanswer.txt", "[bash exit=0]\n")
     assert all(s.model_call is not None and not s.model_call.history_break for s in steps)
     sent = [_prompt(r) for r in _Server.requests]
     for before, after, step in zip(sent, sent[1:], steps, strict=False):
@@ -378,14 +362,8 @@ def test_calls_that_are_well_formed_json_of_the_wrong_shape_take_no_action() -> 
 
 def test_the_call_acted_on_is_the_one_the_next_tool_turn_answers(server: str, tokenizer_dir: Path) -> None:
     search = '<tool_call>{"name": "search", "arguments": {"q": "x"}}</tool_call>'
-    _Server.replies = [search + CALL_LS, SUBMIT]
     policy = OpenAIChatPolicy(server, "tiny", native_tools=True, tokenizer=str(tokenizer_dir))
-    try:
-        policy.begin(load_task(TASK))
-        first = policy.step(None)
-        policy.step("[bash exit=0]\nanswer.txt")
-    finally:
-        policy.close()
+    first, _ = _converse(policy, [search + CALL_LS, SUBMIT], "[bash exit=0]\nanswer.txt")
     assert first.action == ToolAction("bash", {"command": "ls"})
     assert first.model_call is not None and [c["id"] for c in first.model_call.tool_calls or []] == [
         "call-0",

@@ -32,6 +32,7 @@ from rollouts import (
 from rollouts.runner import ROLLOUT_SPEC
 from sandboxes import SandboxBackend, SandboxConfig, SandboxPool
 from sandboxes.workspace_io import extract_archive
+from tests.rollouts.json_reply import send_json
 from tests.waiting import wait_until
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
@@ -211,12 +212,7 @@ class _ChatServer(BaseHTTPRequestHandler):
         if body.get("return_token_ids"):
             choice["token_ids"] = list(range(100, 108))
             reply["prompt_token_ids"] = list(range(7, 7 + 2 * len(body["messages"])))
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, reply)
 
     def log_message(self, *args: Any) -> None:
         pass
