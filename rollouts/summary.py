@@ -27,29 +27,33 @@ class RolloutSummary:
     history_breaks: int = 0
     """Model calls whose prompt did not continue their conversation's token history (each starts a new
     training sequence with the whole history as its prompt)."""
-    history_break_share: float = 0.0
-    """``history_breaks / model_calls`` (0 without model calls)."""
     history_break_threshold: float = HISTORY_BREAK_WARN
     """The share above which the run warns."""
-    history_break_warning: bool = False
-    """Whether the share crossed the threshold."""
+
+    @property
+    def history_break_share(self) -> float:
+        """``history_breaks / model_calls`` (0 without model calls)."""
+        return self.history_breaks / self.model_calls if self.model_calls else 0.0
+
+    @property
+    def history_break_warning(self) -> bool:
+        """Whether the share crossed the threshold."""
+        return self.history_break_share > self.history_break_threshold
 
     def as_dict(self) -> dict[str, Any]:
-        """The summary as plain JSON-ready values."""
-        return asdict(self)
+        """The summary as plain JSON-ready values (the share and the warning too)."""
+        out = asdict(self)
+        threshold = out.pop("history_break_threshold")
+        return {**out, "history_break_share": self.history_break_share, "history_break_threshold": threshold,
+                "history_break_warning": self.history_break_warning}  # fmt: skip
 
 
 def summarize(outcomes: Sequence[EpisodeOutcome], *, threshold: float = HISTORY_BREAK_WARN) -> RolloutSummary:
     """The summary of ``outcomes``; the history-break warning is set when the share exceeds ``threshold``."""
-    calls = sum(o.model_calls for o in outcomes)
-    breaks = sum(o.history_breaks for o in outcomes)
-    share = breaks / calls if calls else 0.0
     return RolloutSummary(
         episodes=len(outcomes),
         statuses=dict(sorted(Counter(o.status for o in outcomes).items())),
-        model_calls=calls,
-        history_breaks=breaks,
-        history_break_share=share,
+        model_calls=sum(o.model_calls for o in outcomes),
+        history_breaks=sum(o.history_breaks for o in outcomes),
         history_break_threshold=threshold,
-        history_break_warning=share > threshold,
     )

@@ -93,9 +93,9 @@ def rollout(
                 f"({summary.history_break_share:.0%}; warning above {summary.history_break_threshold:.0%})"
             )
     if summary.history_break_warning:
-        calls, breaks = summary.model_calls, summary.history_breaks
+        calls, breaks, share = summary.model_calls, summary.history_breaks, summary.history_break_share
         err_console.print(
-            f"[yellow]warning:[/yellow] {breaks} of {calls} model calls ({breaks / calls:.0%}) had a "
+            f"[yellow]warning:[/yellow] {breaks} of {calls} model calls ({share:.0%}) had a "
             "prompt that did not continue the conversation's token history, so their episodes train as "
             "several sequences; send prompts as ids (`tokenizer=DIR` in the openai policy spec: token in/out)"
         )
