@@ -304,27 +304,29 @@ def parse_tool_call_blocks(text: str, first_id: int = 0) -> tuple[str, list[dict
     for n, block in enumerate(blocks, start=first_id):
         try:
             obj = json.loads(block)
-            name, args = obj["name"], obj["arguments"] if "arguments" in obj else {}
-            if not isinstance(name, str) or not isinstance(args, dict | str):
-                raise TypeError(name)
-            arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        except (ValueError, TypeError, KeyError, RecursionError):
-            # kept as written; a name only where the block is no JSON at all (cut, or broken), so a
-            # well-formed object of the wrong shape can never be taken for a call of a known tool
-            found = None if _is_json(block) else _NAME.search(block)
+        except (ValueError, RecursionError):  # no JSON at all (cut, or broken): its name where readable
+            found = _NAME.search(block)
             name, arguments = (found.group(1) if found else ""), block.strip()
+        else:
+            name, args = _call_of(obj)
+            # kept as written; a well-formed object of the wrong shape is no call of a known tool
+            arguments = block.strip() if name is None else args
         calls.append(
-            {"id": f"call-{n}", "type": "function", "function": {"name": name, "arguments": arguments}}
+            {"id": f"call-{n}", "type": "function", "function": {"name": name or "", "arguments": arguments}}
         )
     return text[: text.find("<tool_call>")], calls
 
 
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
+def _call_of(obj: Any) -> tuple[str | None, str]:
+    """``(name, arguments as JSON text)`` of a Hermes block's object; ``(None, "")`` for another shape."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return None, ""
+    args = obj.get("arguments", {})
+    if isinstance(args, str):
+        return obj["name"], args
+    if isinstance(args, dict):
+        return obj["name"], json.dumps(args, ensure_ascii=False)
+    return None, ""
 
 
 def split_reasoning(text: str) -> tuple[str | None, str]:
