@@ -287,8 +287,7 @@ class SparkLake:
         """
         from lake import Lake
 
-        if name not in TABLES:
-            raise LakeError(f"unknown table {name!r}; tables: {', '.join(TABLES)}")
+        self.path(name)  # (an unknown table is refused as by every other command)
         lake = Lake(self.root, self.storage_options or None)
         return len(lake.vacuum(name, retain_hours=retain_hours, allow_short_retention=allow_short_retention))
 
