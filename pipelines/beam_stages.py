@@ -137,7 +137,14 @@ class _ReadRangeFn(beam.DoFn):
                     "auto.offset.reset": "error",
                     "enable.partition.eof": True,
                     "fetch.wait.max.ms": 10,
-                    "max.partition.fetch.bytes": 2 * MAX_MESSAGE_BYTES,
+                    # librdkafka waits this long before fetching again for a partition whose
+                    # queue it had filled (default 1 s): a range read from a long log filled it
+                    # ahead, and the next unit's first fetch waited out the second
+                    "fetch.queue.backoff.ms": 10,
+                    # what one fetch asks per partition: a range's worth, not 32 MiB past its end
+                    # (a larger record is still fetched whole: the broker returns the first batch
+                    # whatever its size, and librdkafka raises this limit when it meets one)
+                    "max.partition.fetch.bytes": 4 << 20,
                     "fetch.max.bytes": 64 << 20,
                     "isolation.level": "read_uncommitted",  # what kafka-python reads
                 }
@@ -282,10 +289,14 @@ class _ReadRangeFn(beam.DoFn):
                         self.records.inc(len(batch))
                         yield batch
                         batch = Rows()
-                if done:
-                    reading.difference_update(done)
-                    if reading:  # the rest from where it stands: nothing more fetched for the others
-                        consumer.assign([TopicPartition(t, p, nxt[(t, p)]) for t, p in sorted(reading)])
+                finished = [k for k in dict.fromkeys(done) if k in reading]
+                if finished:
+                    reading.difference_update(finished)
+                    if reading:
+                        # Only the finished partitions leave the assignment: the others keep what
+                        # was fetched ahead for them (assigning the rest anew threw that away and
+                        # fetched it again, 2.5x the read time of a 100k batch from a 1M log)
+                        consumer.incremental_unassign([TopicPartition(t, p) for t, p in finished])
             if batch:
                 self.records.inc(len(batch))
                 yield batch

@@ -288,6 +288,25 @@ def test_a_reused_reader_reads_a_partition_again_after_a_unit_left_its_fetch_hal
 
 @pytest.mark.kafka
 @pytest.mark.parametrize("client", READ_CLIENTS)
+def test_records_larger_than_one_fetch_are_read_whole_among_small_ones(
+    kafka: EmbeddedKafka, topic: str, client: str
+) -> None:
+    """A record of several fetches' size (librdkafka asks 4 MiB a partition) comes whole, in order."""
+    from pipelines.beam_stages import _ReadRangeFn
+
+    sizes = [10, 9 << 20, 10, 10, 13 << 20, 10]
+    prod = KafkaProducer(bootstrap_servers=kafka.bootstrap, max_request_size=20 << 20, linger_ms=0)
+    for i, n in enumerate(sizes):
+        prod.send(topic, key=b"k", value=bytes([65 + i]) * n, partition=0).get(timeout=60)
+    prod.close()
+    fn = _ReadRangeFn(kafka.bootstrap, batch_size=100, client=client)
+    got = [r for b in fn.process(OffsetRange(topic, 0, 0, len(sizes))) for r in b]
+    assert [(r[2], len(r[4]), r[4][:1]) for r in got] == [(i, n, bytes([65 + i])) for i, n in enumerate(sizes)]
+    fn.teardown()
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("client", READ_CLIENTS)
 def test_a_range_below_the_logs_start_fails_the_read_and_never_jumps(
     kafka: EmbeddedKafka, topic: str, client: str
 ) -> None:
