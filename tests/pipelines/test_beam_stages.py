@@ -301,7 +301,8 @@ def test_records_larger_than_one_fetch_are_read_whole_among_small_ones(
     prod.close()
     fn = _ReadRangeFn(kafka.bootstrap, batch_size=100, client=client)
     got = [r for b in fn.process(OffsetRange(topic, 0, 0, len(sizes))) for r in b]
-    assert [(r[2], len(r[4]), r[4][:1]) for r in got] == [(i, n, bytes([65 + i])) for i, n in enumerate(sizes)]
+    want = [(i, n, bytes([65 + i])) for i, n in enumerate(sizes)]
+    assert [(r[2], len(r[4]), r[4][:1]) for r in got] == want
     fn.teardown()
 
 
