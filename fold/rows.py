@@ -37,6 +37,28 @@ EVENT_COLUMNS = ("event_id", "episode_id", "seq", "type", "ts", "payload", "topi
 """The ``events`` columns the fold reads (``producer`` too, for the control streams' rows)."""
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _utc_micros(field: pa.Field) -> bool:
+    t = field.type
+    return pa.types.is_timestamp(t) and t.unit == "us" and t.tz in ("UTC", "+00:00", "Z")
+
+
+def datetimes(column: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """A ``timestamp[us, UTC]`` column as aware datetimes (UTC), None where null: ``to_pylist``'s values.
+
+    Arrow's ``to_pylist`` makes each one through its time-zone machinery, 3 us a value every time
+    (0.3 s of the fold's reading of 100k events; measured again in one process, it does not warm
+    up); this is 0.5 us. (The other way, datetimes into Arrow, is 0.25 us a value once Arrow has
+    loaded the zone: nothing to gain there.)
+    """
+    add = _EPOCH.__add__
+    return [
+        None if u is None else add(dt.timedelta(microseconds=u)) for u in column.cast(pa.int64()).to_pylist()
+    ]
+
+
 def event_row(
     event: EventBase,
     topic: str,
@@ -213,7 +235,13 @@ def fold_events(episode_ids: Iterable[str], events: pa.Table) -> Folded:
     accepted but the projection cannot use) is a dead letter and its neighbours are folded as
     usual.
     """
-    cols = {c: events.column(c).to_pylist() for c in EVENT_COLUMNS if c in events.column_names}
+    cols = {
+        c: datetimes(events.column(c))
+        if _utc_micros(events.schema.field(c))
+        else events.column(c).to_pylist()
+        for c in EVENT_COLUMNS
+        if c in events.column_names
+    }
     by_stream: dict[str, list[int]] = {}
     for i, eid in enumerate(cols.get("episode_id", ())):
         by_stream.setdefault(eid, []).append(i)

@@ -72,7 +72,8 @@ CHECKPOINT_EVERY = 20
 """Between batches, a table gets a Delta checkpoint once this many commits followed its last one."""
 
 COMPACT_TARGET_BYTES = 128 << 20
-"""The size compaction aims at; files under a quarter of it count as small."""
+"""The size compaction aims at where a table sets none (``events``); files under a quarter of a
+table's size count as small."""
 
 RETENTION_HOURS = 168.0
 """Delta's safety bound: a VACUUM keeps the files every version of the last week reads."""
@@ -87,6 +88,16 @@ LOG_CLEANUP_OFF = {LOG_CLEANUP_PROPERTY: "false"}
 writes, Spark at its) deletes old log files on its own, which would make a version a checkpoint's
 lineage names unloadable 30 days on; :meth:`Lake.cleanup_log` does it between batches, keeping
 those. (An object-store lake keeps Delta's own cleanup: its log is not listed here.)"""
+
+FILE_TARGET_PROPERTY = "delta.targetFileSize"
+REWRITTEN_FILE_BYTES = 16 << 20
+"""The file size (``delta.targetFileSize``) of every table but ``events``: their MERGEs update rows,
+and a MERGE rewrites each file it touches whole, then writes what it copied and what it inserted
+as files of this size. At delta-rs's default (100 MiB) a table's newest file grew with every batch
+and every batch that updated an episode in it rewrote it all (the 1M replay's last batch copied
+295k ``steps`` rows to update 68); now a batch rewrites a few files of at most this size.
+Compaction aims at the same size. ``events`` rows are never updated (a copy that loses is
+deleted), so its files keep the default."""
 
 WriteMode = Literal["insert_new", "upsert", "replace_episodes"]
 
@@ -357,6 +368,14 @@ class Lake:
             if existing is not None:
                 with self.writing():
                     self._add_new_columns(name, existing)
+                    self._set_file_target(name, existing)
+
+    def _properties(self, name: str) -> dict[str, str]:
+        """The table properties a table of this lake is made with."""
+        props = {} if self.remote else dict(LOG_CLEANUP_OFF)
+        if name != "events":
+            props[FILE_TARGET_PROPERTY] = str(REWRITTEN_FILE_BYTES)
+        return props
 
     def _create(self, name: str) -> None:
         if self.exists(name):  # another writer made it while this one waited for the lock
@@ -366,9 +385,24 @@ class Lake:
             schema=TABLES[name],
             partition_by=list(PARTITION_COLUMNS.get(name, ())) or None,
             mode="ignore",
-            configuration=None if self.remote else dict(LOG_CLEANUP_OFF),
+            configuration=self._properties(name) or None,
             storage_options=self.storage_options,
         )
+
+    def _set_file_target(self, name: str, dt: DeltaTable) -> None:
+        """A table made by an older trajlake gets its file size (one commit; a size set by hand stays)."""
+        want = self._properties(name).get(FILE_TARGET_PROPERTY)
+        if want is None or FILE_TARGET_PROPERTY in dt.metadata().configuration:
+            return
+        try:
+            dt.alter.set_table_properties({FILE_TARGET_PROPERTY: want}, raise_if_not_exists=False)
+        except DeltaError as exc:
+            raise LakeError(f"cannot set the file size of table {name}: {exc}") from exc
+
+    def file_target(self, name: str) -> int:
+        """The file size ``name``'s writes and compaction aim at (its ``delta.targetFileSize``)."""
+        got = self.table(name).metadata().configuration.get(FILE_TARGET_PROPERTY)
+        return int(got) if got and got.isdigit() and int(got) > 0 else COMPACT_TARGET_BYTES
 
     def _add_new_columns(self, name: str, dt: DeltaTable) -> None:
         """A table made by an older trajlake gets the nullable columns added since (null in old rows)."""
@@ -759,8 +793,9 @@ class Lake:
             if parts
             else [()] * len(sizes)
         )
+        small = self.file_target(name) // 4
         for size, key in zip(sizes, keys, strict=True):
-            if size < COMPACT_TARGET_BYTES // 4:
+            if size < small:
                 groups[key] = groups.get(key, 0) + 1
         return sum(n for n in groups.values() if n > 1)
 
@@ -783,7 +818,7 @@ class Lake:
         with self.writing():
             try:
                 metrics = self.table(name).optimize.compact(
-                    target_size=COMPACT_TARGET_BYTES, max_concurrent_tasks=1
+                    target_size=self.file_target(name), max_concurrent_tasks=1
                 )
             except DeltaError as exc:
                 log.info("compaction of %s skipped: %s", name, exc)
@@ -1081,7 +1116,8 @@ class Lake:
             )
             if SCAN_LOG_ENV in os.environ:
                 _log_scan(name, "merge", int(metrics.get("num_target_files_scanned", 0)),
-                          skipped=int(metrics.get("num_target_files_skipped_during_scan", 0)))  # fmt: skip
+                          skipped=int(metrics.get("num_target_files_skipped_during_scan", 0)),
+                          copied=int(metrics.get("num_target_rows_copied", 0)))  # fmt: skip
         # A MERGE that changes nothing commits nothing, and an empty batch has no
         # rows to merge: the offsets must still be recorded, with an empty commit.
         if self.table(name).version() == before:

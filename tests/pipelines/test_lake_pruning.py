@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fold.rows import event_row
 from lake import Lake
-from lake.store import IN_PRUNE_MAX, KEY_RANGES_MAX, SCAN_LOG_ENV, _key_ranges, key_predicate
+from lake.store import IN_PRUNE_MAX, KEY_RANGES_MAX, PIPELINE_TABLES, SCAN_LOG_ENV, _key_ranges, key_predicate
 from schemas import TABLES, parse_event
 from tests.pipelines.factories import model
 
@@ -75,6 +76,54 @@ def test_a_replacing_merge_opens_only_the_files_of_its_episodes(lake: Lake, tmp_
     untouched = {(episode(b, i), v) for b in range(N_FILES) for i in range(30) for v in ("v1", "v2")}
     untouched -= {(e, v) for e in [*touched, episode(5, 1)] for v in ("v1", "v2")}
     assert untouched <= got and len(got) == len(untouched) + len(touched)
+
+
+def test_tables_that_merges_rewrite_keep_files_small_and_an_older_table_gets_the_size(tmp_path: Path) -> None:
+    from lake.store import FILE_TARGET_PROPERTY, REWRITTEN_FILE_BYTES
+
+    lake = Lake(tmp_path / "lake")
+    lake.ensure()
+    sizes = {t: lake.table(t).metadata().configuration.get(FILE_TARGET_PROPERTY) for t in PIPELINE_TABLES}
+    assert sizes.pop("events") is None  # its rows are never updated: delta-rs's default size
+    assert set(sizes.values()) == {str(REWRITTEN_FILE_BYTES)}, sizes
+    assert lake.file_target("steps") == REWRITTEN_FILE_BYTES
+    # a table made by an older trajlake gets the size on the next ensure(); one set by hand stays
+    old = Lake(tmp_path / "old")
+    for name, config in (("steps", None), ("failures", {FILE_TARGET_PROPERTY: "1048576"})):
+        DeltaTable.create(old.uri(name), schema=TABLES[name], configuration=config)
+    old.ensure(["steps", "failures"])
+    assert old.table("steps").metadata().configuration[FILE_TARGET_PROPERTY] == str(REWRITTEN_FILE_BYTES)
+    assert old.file_target("failures") == 1 << 20
+
+
+def test_a_batch_that_updates_a_few_episodes_rewrites_files_of_bounded_size_not_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch adds new episodes and updates the last few of the batch before (an episode whose
+    events straddle two batches, as in every replay): the rows it copies stay those of a file or two.
+    At delta-rs's default file size the newest file took every batch's rows, and each batch copied it
+    whole: the table so far."""
+    from lake.store import FILE_TARGET_PROPERTY
+
+    lake = Lake(tmp_path / "lake")
+    lake.ensure(["failures"])
+    target = 32 << 10  # the 16 MiB of a real table, at the scale of a test
+    lake.table("failures").alter.set_table_properties({FILE_TARGET_PROPERTY: str(target)})
+    monkeypatch.setenv(SCAN_LOG_ENV, str(tmp_path / "scans.jsonl"))
+    per_batch, copied = 6000, []
+    for b in range(8):
+        eps = [episode(b, i) for i in range(per_batch)]
+        straddling = [episode(b - 1, i) for i in range(per_batch - 3, per_batch)] if b else []
+        rows = [frow(e, "v1") for e in eps + straddling]
+        rows = [{**r, "message": f"{r['episode_id']} {i * 7919 % 100_003}"} for i, r in enumerate(rows)]
+        lake.write("failures", pa.Table.from_pylist(rows, schema=TABLES["failures"]), mode="replace_episodes",
+                   txns={"a": b}, episodes=eps + straddling)  # fmt: skip
+        copied += [s["copied"] for s in scans(tmp_path) if s["op"] == "merge"]
+    files = pa.table(lake.table("failures").get_add_actions(flatten=True))
+    largest = max(files.column("num_records").to_pylist())
+    assert len(files) > 8 and largest < per_batch, (len(files), largest)  # batches cut into files
+    assert all(c <= 2 * largest for c in copied[1:]), (copied, largest)  # a file or two, not the table
+    assert lake.read("failures").num_rows == 8 * per_batch
 
 
 def test_a_quarantine_merge_prunes_by_offset_though_its_lead_key_has_one_value(
