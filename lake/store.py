@@ -397,6 +397,10 @@ class Lake:
         try:
             dt.alter.set_table_properties({FILE_TARGET_PROPERTY: want}, raise_if_not_exists=False)
         except DeltaError as exc:
+            # another process setting it at the same time (its commit won): what it set stands
+            now = DeltaTable(self.uri(name), storage_options=self.storage_options)
+            if FILE_TARGET_PROPERTY in now.metadata().configuration:
+                return
             raise LakeError(f"cannot set the file size of table {name}: {exc}") from exc
 
     def file_target(self, name: str) -> int:

@@ -143,7 +143,8 @@ class _ReadRangeFn(beam.DoFn):
                     "fetch.queue.backoff.ms": 10,
                     # what one fetch asks per partition: a range's worth, not 32 MiB past its end
                     # (a larger record is still fetched whole: the broker returns the first batch
-                    # whatever its size, and librdkafka raises this limit when it meets one)
+                    # of the fetch's first partition with data whatever its size, and librdkafka
+                    # rotates which partition is first, so it comes within a few round trips)
                     "max.partition.fetch.bytes": 4 << 20,
                     "fetch.max.bytes": 64 << 20,
                     "isolation.level": "read_uncommitted",  # what kafka-python reads

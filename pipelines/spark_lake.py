@@ -37,6 +37,9 @@ ZORDER: dict[str, tuple[str, ...]] = {
 }
 """Columns each table is Z-ordered by: reads go episode by episode."""
 
+OPTIMIZE_MAX_FILE_SIZE = "spark.databricks.delta.optimize.maxFileSize"
+"""The Spark session setting OPTIMIZE bins files to; set to the table's file size for each table."""
+
 DEFAULT_RETENTION_HOURS = RETENTION_HOURS
 """VACUUM keeps files that versions of the last week still reference (Delta's default)."""
 
@@ -264,6 +267,9 @@ class SparkLake:
         if unknown:
             raise LakeError(f"{name} has no column {', '.join(unknown)} to Z-order by")
         stmt = f"OPTIMIZE delta.`{self.path(name)}`" + (f" ZORDER BY ({', '.join(cols)})" if cols else "")
+        # delta-spark has no delta.targetFileSize: its OPTIMIZE bins to this session setting (1 GiB
+        # by default), and a file that size would be copied whole by the next MERGE touching it
+        self.spark.conf.set(OPTIMIZE_MAX_FILE_SIZE, str(self._lake().file_target(name)))
         row = self._run(stmt).collect()[0]
         metrics: dict[str, Any] = row["metrics"].asDict(recursive=True)
         return metrics
@@ -285,11 +291,15 @@ class SparkLake:
         Raises:
             LakeError: a short retention without ``allow_short_retention``, or delta-rs failed.
         """
+        self.path(name)  # (an unknown table is refused as by every other command)
+        lake = self._lake()
+        return len(lake.vacuum(name, retain_hours=retain_hours, allow_short_retention=allow_short_retention))
+
+    def _lake(self) -> Any:
+        """The same tables through delta-rs (:class:`lake.Lake`)."""
         from lake import Lake
 
-        self.path(name)  # (an unknown table is refused as by every other command)
-        lake = Lake(self.root, self.storage_options or None)
-        return len(lake.vacuum(name, retain_hours=retain_hours, allow_short_retention=allow_short_retention))
+        return Lake(self.root, self.storage_options or None)
 
     def _run(self, statement: str) -> Any:
         try:

@@ -94,6 +94,12 @@ def test_tables_that_merges_rewrite_keep_files_small_and_an_older_table_gets_the
     old.ensure(["steps", "failures"])
     assert old.table("steps").metadata().configuration[FILE_TARGET_PROPERTY] == str(REWRITTEN_FILE_BYTES)
     assert old.file_target("failures") == 1 << 20
+    # two processes upgrading one table at once: the one whose commit loses finds the size set
+    DeltaTable.create(old.uri("rewards"), schema=TABLES["rewards"])
+    first, second = DeltaTable(old.uri("rewards")), DeltaTable(old.uri("rewards"))
+    old._set_file_target("rewards", first)
+    old._set_file_target("rewards", second)  # (its snapshot predates the first one's commit)
+    assert old.file_target("rewards") == REWRITTEN_FILE_BYTES
 
 
 def test_a_batch_that_updates_a_few_episodes_rewrites_files_of_bounded_size_not_the_table(

@@ -139,3 +139,23 @@ def _app_ids(lake: Lake) -> set[str]:
                 out.add(d["txn"]["appId"])
     assert out
     return out
+
+
+def test_spark_optimize_bins_to_the_tables_file_size(tmp_path: Path) -> None:
+    """delta-spark has no ``delta.targetFileSize``: left at its 1 GiB bins, OPTIMIZE would make one
+    file of the table that the next MERGE touching it copies whole."""
+    from lake.store import FILE_TARGET_PROPERTY
+    from tests.pipelines.test_lake_pruning import episode, frow
+
+    lake = Lake(tmp_path / "lake")
+    lake.ensure(["failures"])
+    for b in range(12):  # twelve small files
+        rows = [{**frow(episode(b, i), "v1"), "message": f"{b}-{i}-" + "m" * (i % 50)} for i in range(300)]
+        lake.write("failures", pa.Table.from_pylist(rows, schema=TABLES["failures"]), mode="upsert",
+                   txns={"a": b})  # fmt: skip
+    sizes = pa.table(lake.table("failures").get_add_actions(flatten=True)).column("size_bytes").to_pylist()
+    target = 3 * max(sizes)  # room for about three of them a file
+    lake.table("failures").alter.set_table_properties({FILE_TARGET_PROPERTY: str(target)})
+    metrics = SparkLake(str(tmp_path / "lake")).optimize("failures")
+    assert metrics["numFilesRemoved"] == 12 and metrics["numFilesAdded"] >= 3, metrics
+    assert lake.read("failures").num_rows == 12 * 300
