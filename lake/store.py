@@ -423,6 +423,10 @@ class Lake:
         try:
             dt.alter.add_columns([DeltaField.from_arrow(f) for f in missing])
         except DeltaError as exc:
+            # another process adding them at the same time (its commit won): what it added stands
+            now = DeltaTable(self.uri(name), storage_options=self.storage_options)
+            if {f.name for f in missing} <= set(now.schema().to_arrow().names):
+                return
             raise LakeError(f"cannot add columns {[f.name for f in missing]} to table {name}: {exc}") from exc
 
     def _commit_stamp(self, name: str, version: int) -> Stamp:

@@ -172,6 +172,13 @@ def test_a_table_from_an_older_schema_gets_the_new_nullable_columns(tmp_path: Pa
     assert lake.table("tasks").version() == 3  # the columns added, then the file size set
     lake.ensure(["tasks"])  # nothing left to add: no new commit
     assert lake.table("tasks").version() == 3
+    # two processes upgrading one table at once: the one whose commit loses finds the columns there
+    DeltaTable.create(str(tmp_path / "lake2" / "tasks"), schema=older)
+    other = Lake(tmp_path / "lake2")
+    first, second = DeltaTable(other.uri("tasks")), DeltaTable(other.uri("tasks"))
+    other._add_new_columns("tasks", first)
+    other._add_new_columns("tasks", second)  # (its snapshot predates the first one's commit)
+    assert DeltaTable(other.uri("tasks")).schema().to_arrow().names == TABLES["tasks"].names
     new = {**row, "task_id": "t2", "do_nothing_score": 0.25}
     lake.write("tasks", pa.Table.from_pylist([new], schema=TABLES["tasks"]), mode="upsert")
     got = {r["task_id"]: r["do_nothing_score"] for r in lake.read("tasks").to_pylist()}
