@@ -22,7 +22,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -394,19 +394,31 @@ class Lake:
         want = self._properties(name).get(FILE_TARGET_PROPERTY)
         if want is None or FILE_TARGET_PROPERTY in dt.metadata().configuration:
             return
+        self._upgrade(
+            name,
+            lambda: dt.alter.set_table_properties({FILE_TARGET_PROPERTY: want}, raise_if_not_exists=False),
+            lambda now: FILE_TARGET_PROPERTY in now.metadata().configuration,
+            f"cannot set the file size of table {name}",
+        )
+
+    def _upgrade(
+        self, name: str, change: Callable[[], Any], landed: Callable[[DeltaTable], bool], failure: str
+    ) -> None:
+        """Make ``change`` (one metadata commit to an older table); ``failure: error`` if it fails.
+
+        Two processes upgrading one table at once both try: the commit that loses raises, and is
+        no failure when the table it finds (``landed``) has the change the other one made.
+        """
         try:
-            dt.alter.set_table_properties({FILE_TARGET_PROPERTY: want}, raise_if_not_exists=False)
+            change()
         except DeltaError as exc:
-            # another process setting it at the same time (its commit won): what it set stands
-            now = DeltaTable(self.uri(name), storage_options=self.storage_options)
-            if FILE_TARGET_PROPERTY in now.metadata().configuration:
+            if landed(DeltaTable(self.uri(name), storage_options=self.storage_options)):
                 return
-            raise LakeError(f"cannot set the file size of table {name}: {exc}") from exc
+            raise LakeError(f"{failure}: {exc}") from exc
 
     def file_target(self, name: str) -> int:
         """The file size ``name``'s writes and compaction aim at (its ``delta.targetFileSize``)."""
-        got = self.table(name).metadata().configuration.get(FILE_TARGET_PROPERTY)
-        return int(got) if got and got.isdigit() and int(got) > 0 else COMPACT_TARGET_BYTES
+        return _file_target(self.table(name))
 
     def _add_new_columns(self, name: str, dt: DeltaTable) -> None:
         """A table made by an older trajlake gets the nullable columns added since (null in old rows)."""
@@ -420,14 +432,12 @@ class Lake:
                 f"table {name} at {self.uri(name)} lacks required columns {required}; "
                 "rebuild it with `trajlake replay --into NEW_DIR`"
             )
-        try:
-            dt.alter.add_columns([DeltaField.from_arrow(f) for f in missing])
-        except DeltaError as exc:
-            # another process adding them at the same time (its commit won): what it added stands
-            now = DeltaTable(self.uri(name), storage_options=self.storage_options)
-            if {f.name for f in missing} <= set(now.schema().to_arrow().names):
-                return
-            raise LakeError(f"cannot add columns {[f.name for f in missing]} to table {name}: {exc}") from exc
+        self._upgrade(
+            name,
+            lambda: dt.alter.add_columns([DeltaField.from_arrow(f) for f in missing]),
+            lambda now: {f.name for f in missing} <= set(now.schema().to_arrow().names),
+            f"cannot add columns {[f.name for f in missing]} to table {name}",
+        )
 
     def _commit_stamp(self, name: str, version: int) -> Stamp:
         """Identity of table ``name``'s commit ``version`` on a local lake (inode, size, mtime).
@@ -792,7 +802,8 @@ class Lake:
 
     def small_files(self, name: str) -> int:
         """Small files of ``name`` that compaction can merge: those sharing a partition with another."""
-        actions = pa.table(self.table(name).get_add_actions(flatten=True))
+        dt = self.table(name)
+        actions = pa.table(dt.get_add_actions(flatten=True))
         parts = [c for c in actions.column_names if c.startswith("partition.")]
         groups: dict[tuple[Any, ...], int] = {}
         sizes = actions.column("size_bytes").to_pylist()
@@ -801,7 +812,7 @@ class Lake:
             if parts
             else [()] * len(sizes)
         )
-        small = self.file_target(name) // 4
+        small = _file_target(dt) // 4
         for size, key in zip(sizes, keys, strict=True):
             if size < small:
                 groups[key] = groups.get(key, 0) + 1
@@ -1136,6 +1147,12 @@ class Lake:
                 commit_properties=props,
                 storage_options=self.storage_options,
             )
+
+
+def _file_target(dt: DeltaTable) -> int:
+    """The table's ``delta.targetFileSize``; :data:`COMPACT_TARGET_BYTES` where it sets none."""
+    got = dt.metadata().configuration.get(FILE_TARGET_PROPERTY)
+    return int(got) if got and got.isdigit() and int(got) > 0 else COMPACT_TARGET_BYTES
 
 
 def _log_version(file_name: str) -> int | None:
