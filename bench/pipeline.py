@@ -4,7 +4,7 @@ Run::
 
     .venv/bin/python bench/pipeline.py [--events 200000] [--freshness-events 1500] [--rate 150]
         [--skip-freshness] [--skip-spark] [--spark-timeout 600] [--executor auto|beam|eager]
-        [--json OUT]
+        [--eager-workers N] [--json OUT]
 
 One run, one broker (started here on a free port), the same ~1 KB events
 (50-event episodes on ``trajlake.episodes``) read by every row from the earliest
@@ -427,6 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spark-timeout", type=float, default=600.0, help="seconds each Spark query may run")
     ap.add_argument("--json", type=Path)
     ap.add_argument(
+        "--eager-workers", type=int, default=-1,
+        help="the trajlake row's worker processes beside the eager executor (-1: one per other core)",
+    )  # fmt: skip
+    ap.add_argument(
         "--executor", default="auto", choices=("auto", "beam", "eager"),
         help="the trajlake row's executor (PipelineConfig.executor)",
     )  # fmt: skip
@@ -451,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
                 lake_root=str(tmp / "lake-a"),
                 worker_log=str(tmp / "workers.log"),
                 executor=args.executor,
+                eager_workers=args.eager_workers,
             )
         )
         ta = time.perf_counter() - t0

@@ -443,6 +443,8 @@ def gather(pcoll: Any, label: str) -> Any:
 
 
 class _ParseFn(beam.DoFn):
+    eager_parallel = True  # a pure function of its records (see pipelines.eager_workers)
+
     def __init__(self, control_topics: Mapping[str, str]) -> None:
         self.control_topics = dict(control_topics)
         self.valid = Metrics.counter("ParseAndValidate", "valid")
@@ -756,30 +758,41 @@ class AssembleEpisodes(beam.PTransform):  # type: ignore[type-arg]
     TABLES = DERIVED_TABLES
 
     def expand(self, grouped: Any) -> Any:
-        failed = Metrics.counter("AssembleEpisodes", "dead_letters")
-
-        def emit(chunk: tuple[list[str], pa.Table]) -> Iterator[tuple[str, Any]]:
-            done = fold_events(*chunk)
-            failed.inc(len(done.failed))
-            for name, table in done.tables.items():
-                yield name, table
-            if done.dead_letters:
-                yield DEAD_LETTER_TAG, Rows(done.dead_letters)
-                yield "failed", Rows(done.failed)
-            for name, keys in done.removed.items():
-                yield f"removed_{name}", Rows(keys)
-
         removed = [f"removed_{t}" for t in CONTROL_TABLES]
-        folded = grouped | "Fold" >> beam.FlatMap(emit)
+        folded = grouped | "Fold" >> beam.ParDo(_FoldFn())
         return split_by_tag(folded, (*self.TABLES, DEAD_LETTER_TAG, "failed", *removed), "Only")
+
+
+class _FoldFn(beam.DoFn):
+    """A chunk of episodes' events -> ``(table or tag, rows)`` pairs (see :class:`AssembleEpisodes`)."""
+
+    eager_parallel = True  # a pure function of its chunk (see pipelines.eager_workers)
+
+    def __init__(self) -> None:
+        self.failed = Metrics.counter("AssembleEpisodes", "dead_letters")
+
+    def process(self, chunk: tuple[list[str], pa.Table]) -> Iterator[tuple[str, Any]]:
+        done = fold_events(*chunk)
+        self.failed.inc(len(done.failed))
+        for name, table in done.tables.items():
+            yield name, table
+        if done.dead_letters:
+            yield DEAD_LETTER_TAG, Rows(done.dead_letters)
+            yield "failed", Rows(done.failed)
+        for name, keys in done.removed.items():
+            yield f"removed_{name}", Rows(keys)
+
+
+EPISODES_PER_FOLD = 500
+"""Episodes read and folded together: the unit the fold's work is spread in."""
 
 
 class _LoadEpisodesFn(beam.DoFn):
     """Episode ids -> chunks of ``(episode ids, every events row of those episodes as an Arrow table)``."""
 
-    def __init__(self, lake_root: str | Lake, chunk: int = 500) -> None:
+    def __init__(self, lake_root: str | Lake, chunk: int | None = None) -> None:
         self.lake_root = lake_root
-        self.chunk = chunk
+        self.chunk = chunk or EPISODES_PER_FOLD
 
     def process(self, episode_ids: list[str]) -> Iterator[tuple[list[str], pa.Table]]:
         lake = as_lake(self.lake_root)

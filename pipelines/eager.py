@@ -23,6 +23,7 @@ from typing import Any
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.internal import pickler
 from apache_beam.runners.worker import statesampler
 from apache_beam.transforms.core import _DoFnParam
 from apache_beam.transforms.ptransform import _NamedPTransform
@@ -31,6 +32,7 @@ from apache_beam.transforms.userstate import TimerSpec as _TimerSpec
 from apache_beam.transforms.window import TimestampedValue
 from apache_beam.utils.windowed_value import WindowedValue
 
+from pipelines.eager_workers import WorkerPool
 from pipelines.errors import PipelineError
 
 
@@ -93,8 +95,11 @@ class EagerPipeline:
 
     runner = _Runner()
 
-    def __init__(self) -> None:
+    def __init__(self, workers: WorkerPool | None = None) -> None:
         self.counters: dict[str, int] = {}
+        self.workers = workers
+        """Processes that run the elements of a ``DoFn`` marked ``eager_parallel`` beside this one
+        (:mod:`pipelines.eager_workers`); ``None``: every step runs here."""
 
     def __or__(self, transform: Any) -> Any:
         return self.apply(transform, _Begin(self))
@@ -163,20 +168,47 @@ class EagerPipeline:
                 f"({pardo.label!r}); run this graph on a Beam runner (PipelineConfig(in_process_below=0))"
             )
         out: list[Any] = []
+        elements = elements if isinstance(elements, list) else list(elements)
         with _tracking(self):
             fn.setup()
             try:
                 fn.start_bundle()
-                for element in elements:
-                    got = process(element, *pardo.args, **pardo.kwargs)
-                    if got is not None:
-                        out.extend(_outputs(got, pardo.label))
+                if self._spread(fn, elements):
+                    assert self.workers is not None
+
+                    def local(element: Any) -> list[Any]:
+                        got = process(element, *pardo.args, **pardo.kwargs)
+                        return list(_outputs(got, pardo.label)) if got is not None else []
+
+                    payload = pickler.dumps((fn, pardo.args, pardo.kwargs))
+                    parts, counters = self.workers.map(payload, elements, pardo.label, local)
+                    for part in parts:
+                        out.extend(part)
+                    for name, n in counters.items():
+                        self.counters[name] = self.counters.get(name, 0) + n
+                else:
+                    for element in elements:
+                        got = process(element, *pardo.args, **pardo.kwargs)
+                        if got is not None:
+                            out.extend(_outputs(got, pardo.label))
                 finished = fn.finish_bundle()  # (Beam's contract: WindowedValues)
                 if finished is not None:
                     out.extend(getattr(w, "value", w) for w in finished)
             finally:
                 fn.teardown()
         return out
+
+    def _spread(self, fn: Any, elements: list[Any]) -> bool:
+        """Whether ``fn``'s elements go to the worker processes too.
+
+        Only a ``DoFn`` that says it is a pure function of its element (``eager_parallel``) and
+        keeps nothing between elements (no ``start_bundle``/``finish_bundle`` of its own), and
+        only when there are two elements or more to share.
+        """
+        if self.workers is None or len(elements) < 2 or not getattr(fn, "eager_parallel", False):
+            return False
+        cls = type(fn)
+        return cls.start_bundle is beam.DoFn.start_bundle and cls.finish_bundle is beam.DoFn.finish_bundle
 
     def _cogroup(self, value: Any) -> list[Any]:
         named = isinstance(value, dict)

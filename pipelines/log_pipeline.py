@@ -107,6 +107,10 @@ class PipelineConfig:
     cost is seconds per batch, and on 2 cores the eager executor was faster even at 200k events
     (37 s against 51 s on 2 worker processes); it holds the batch in memory (~6 KB per record
     measured), hence the bound (0: never)."""
+    eager_workers: int = -1
+    """Worker processes that parse records and fold episodes beside the eager executor's own
+    (:mod:`pipelines.eager_workers`): ``-1`` one per core but the one the executor runs on, ``0``
+    none (every step in this process)."""
     executor: str = "auto"
     """How a batch's graph runs on the local runner: ``beam`` (Beam's ``FnApiRunner``, in this
     process below ``in_process_below``), ``eager`` (:mod:`pipelines.eager`: the same graph
@@ -545,10 +549,19 @@ def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
     return BatchResult(ranges, records, time.monotonic() - t0, counters)
 
 
+_WORKERS_FROM = 2_000
+"""Records in a batch from which the eager executor's worker processes are started ahead of its
+first parallel step (a batch of one read unit and one chunk of episodes has nothing to share)."""
+
+
 def _run_eager(ranges: list[OffsetRange], cfg: PipelineConfig, t0: float) -> BatchResult:
     from pipelines.eager import EagerPipeline
+    from pipelines.eager_workers import default_size, shared_pool
 
-    p = EagerPipeline()
+    pool = shared_pool(default_size() if cfg.eager_workers < 0 else cfg.eager_workers)
+    if pool is not None and ranges and sum(len(r) for r in ranges) >= _WORKERS_FROM:
+        pool.workers()  # started now: they import while this process reads the batch from Kafka
+    p = EagerPipeline(pool)
     run_id = _run_id()
     # A batch makes millions of short-lived objects and few cycles: the cyclic collector's passes
     # over them were 15-20% of a 100k-event batch. Off for the batch; reference counting frees them.

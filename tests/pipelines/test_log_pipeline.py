@@ -19,6 +19,7 @@ from ingest.kafka_broker import EmbeddedKafka
 from lake import Lake, diff_lakes
 from lake.store import PIPELINE_TABLES
 from pipelines import PipelineConfig, backlog, replay, run_once
+from pipelines.eager_workers import shared_pool
 from tests.pipelines.log_workload import Truth, make_workload, produce
 
 pytestmark = pytest.mark.kafka
@@ -52,18 +53,25 @@ def broker(fresh_broker: EmbeddedKafka) -> EmbeddedKafka:
 
 
 def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
-    broker: EmbeddedKafka, tmp_path: Path
+    broker: EmbeddedKafka, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wl = make_workload(n_episodes=320)
     assert len(wl.phase1) + len(wl.phase2) > 20_000
     cfg = PipelineConfig(  # delta-rs compacts a table between batches once 2 small files share a partition
         bootstrap=broker.bootstrap, lake_root=str(tmp_path / "lake"), max_batch_per_partition=1500,
         compact_min_files=2, executor="eager",  # small batches, in this process (pipelines.eager)
+        eager_workers=2,  # records parsed and episodes folded by two worker processes too
     )  # fmt: skip
+    from pipelines import beam_stages
+
+    monkeypatch.setattr(beam_stages, "EPISODES_PER_FOLD", 40)  # several chunks of episodes to fold
+    pool = shared_pool(2)
+    assert pool is not None
+    shipped = pool.shipped
     produce(broker.bootstrap, wl.phase1)
     batches = run_once(cfg)
     assert len(batches) > 1  # several micro-batches
-    from pipelines import beam_stages
+    assert pool.shipped > shipped  # (the workers' part of the fold is checked with the rest below)
 
     # in this process each batch staged its commits in memory (no Parquet written and read back),
     # and dropped them when it was over
@@ -93,7 +101,9 @@ def test_twenty_thousand_messy_events_give_exactly_the_expected_tables(
     diffs = diff_lakes(lake, Lake(tmp_path / "replayed"))
     assert all(d.equal for d in diffs), [d for d in diffs if not d.equal]
     # ``auto`` cuts a backlog into batches the eager executor runs, each below the bound
-    cut = PipelineConfig(bootstrap=broker.bootstrap, lake_root=str(tmp_path / "cut"), in_process_below=2500)
+    cut = PipelineConfig(  # (every step in this process: no worker)
+        bootstrap=broker.bootstrap, lake_root=str(tmp_path / "cut"), in_process_below=2500, eager_workers=0
+    )
     pending = backlog(cut)  # the whole backlog, not the first batch of it
     batches = replay(cut)
     assert len(batches) > 3 and all(b.records < 2500 for b in batches)

@@ -1,0 +1,396 @@
+"""Worker processes that run the eager executor's pure steps beside the driving process.
+
+The eager executor (:mod:`pipelines.eager`) applies a batch's graph in one
+process, so on a machine of several cores the batch's heaviest steps (parsing
+records, folding episodes) used one. A ``DoFn`` that declares itself a pure
+function of its element (``eager_parallel = True``: no I/O, nothing kept between
+elements, outputs and Beam counters only) has its elements spread over this
+pool's processes *and* the driving process, which takes elements from the same
+queue; outputs come back in element order and counters are added to the
+pipeline's, so the result is the one the driving process alone would give.
+
+Workers are plain ``python -m pipelines.eager_workers`` processes talking
+length-prefixed pickles over their stdin/stdout: no ``fork`` of a process
+whose Kafka and Delta threads are running, and no re-import of the caller's
+``__main__`` (an unguarded script stays a script). A worker that dies or
+cannot start is dropped and its element runs in the driving process, so a
+batch never depends on the pool. One pool serves the whole process (every
+batch of a ``--follow`` run); its workers end with it (they read EOF).
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import hashlib
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import IO, Any
+
+log = logging.getLogger(__name__)
+
+_HEADER = 8
+_FN_CACHE = 8  # DoFns a worker keeps set up (a batch's graph has two parallel steps)
+_PIPE_BYTES = 16 << 20  # what a pipe to a worker may buffer (capped by the system's maximum)
+_BUNDLES_PER_PROCESS = 3  # bundles a map's elements are cut into, per process taking part
+_GIVE_UP = 8  # workers lost before the pool starts no more (a worker that cannot import, say)
+_SWITCH_S = 0.0005  # the GIL's switch interval while workers are fed (Python's default: 5 ms)
+_COLLECT_EVERY = 64  # elements between the worker's cycle collections (its collector is off)
+
+
+class WorkerLost(Exception):
+    """A worker process died or could not start (its element runs in the driving process)."""
+
+
+class WorkerFailed(Exception):
+    """An element's ``process`` raised in a worker an exception that cannot cross processes.
+
+    Its message is the worker's traceback (an exception that can cross is raised as it is).
+    """
+
+
+def _write(stream: IO[bytes], obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(_HEADER, "little"))
+    stream.write(data)
+    stream.flush()
+
+
+def _read(stream: IO[bytes]) -> Any:
+    head = stream.read(_HEADER)
+    if len(head) < _HEADER:
+        raise EOFError
+    size = int.from_bytes(head, "little")
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+def _widen(pipe: IO[bytes] | None) -> None:
+    """Give a pipe the largest buffer the system allows (Linux; elsewhere as it is).
+
+    An element (a thousand records, a chunk's table) is about a megabyte: through the default
+    64 KiB pipe it is sixteen writes and reads, and each one's thread waits for the GIL the
+    driving process's own step holds (a switch interval, 5 ms, each time).
+    """
+    if pipe is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
+        return
+    try:
+        with open("/proc/sys/fs/pipe-max-size") as f:
+            size = min(int(f.read()), _PIPE_BYTES)
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, size)
+    except (OSError, ValueError):
+        pass
+
+
+class _Worker:
+    """One worker process and what it has been sent."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ)
+        # the caller's import path: the worker imports the same packages (a checkout, a venv)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pipelines.eager_workers"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            close_fds=True,
+        )
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            _widen(pipe)
+        self.known: set[str] = set()
+        self.lock = threading.Lock()
+
+    def call(
+        self, key: str, fn_payload: bytes, elements: list[Any], label: str
+    ) -> tuple[list[list[Any]], dict[str, int]]:
+        """Run a bundle of elements; each one's outputs, and the bundle's counter increments."""
+        with self.lock:
+            assert self.proc.stdin is not None and self.proc.stdout is not None
+            try:
+                _write(self.proc.stdin, (key, None if key in self.known else fn_payload, elements, label))
+                self.known.add(key)
+                status, *rest = _read(self.proc.stdout)
+            except (EOFError, OSError, pickle.PickleError) as exc:
+                raise WorkerLost(f"eager worker {self.proc.pid} lost: {exc!r}") from exc
+        if status == "ok":
+            outputs, counters = rest
+            return outputs, counters
+        raised, text = rest
+        if isinstance(raised, BaseException):
+            raise raised
+        raise WorkerFailed(text)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+class WorkerPool:
+    """``size`` worker processes, started on first use and kept for the process's life."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._workers: list[_Worker] = []
+        self._lock = threading.Lock()
+        self.shipped = 0
+        """Elements the workers have run (the rest of every map ran in the driving process)."""
+        self._gave_up = False
+        self.lost = 0
+        """Workers that died (after ``_GIVE_UP`` none is started again: the driving process does it all)."""
+
+    def workers(self) -> list[_Worker]:
+        """The live workers, started (or restarted) up to ``size``."""
+        with self._lock:
+            alive = [w for w in self._workers if w.alive()]
+            self.lost += len(self._workers) - len(alive)
+            self._workers = alive
+            if self.lost >= _GIVE_UP:
+                if not self._gave_up:
+                    self._gave_up = True
+                    log.warning(
+                        "%d eager worker processes died; this process runs every step itself from now on "
+                        "(see the workers' output above for why)",
+                        _GIVE_UP,
+                    )
+                return alive
+            while len(self._workers) < self.size:
+                try:
+                    self._workers.append(_Worker())
+                except OSError as exc:  # (no process could be started: the driving process does it all)
+                    log.warning("no eager worker process could be started: %s", exc)
+                    break
+            return list(self._workers)
+
+    def map(
+        self,
+        fn_payload: bytes,
+        elements: Sequence[Any],
+        label: str,
+        local: Callable[[Any], list[Any]],
+        *,
+        share: bool = True,
+    ) -> tuple[list[list[Any]], dict[str, int]]:
+        """Each element's outputs, in element order, and the workers' counter increments.
+
+        ``local`` runs one element in this process (it counts its own counters); with
+        ``share`` this thread takes work from the same queue as the workers do, else it
+        only runs what a lost worker left (or everything, when no worker starts).
+        Elements travel in bundles of consecutive ones, a few per process, so that a
+        thousand small elements are not a thousand round trips.
+        """
+        key = hashlib.sha1(fn_payload).hexdigest()
+        workers = self.workers()
+        per = max(1, -(-len(elements) // ((len(workers) + 1) * _BUNDLES_PER_PROCESS)))
+        bundles = [range(i, min(i + per, len(elements))) for i in range(0, len(elements), per)]
+        results: list[list[Any] | None] = [None] * len(elements)
+        counters: dict[str, int] = {}
+        pending = bundles[::-1]  # popped from the end: element order
+        lock = threading.Lock()
+        errors: list[BaseException] = []
+        orphans: list[range] = []  # bundles of workers that died: the driving process runs them
+
+        def take() -> range | None:
+            with lock:
+                if errors or not pending:
+                    return None
+                return pending.pop()
+
+        def drive(worker: _Worker) -> None:
+            while (b := take()) is not None:
+                try:
+                    outputs, got = worker.call(key, fn_payload, [elements[i] for i in b], label)
+                except WorkerLost as exc:
+                    log.warning("%s; its elements run in the driving process", exc)
+                    with lock:
+                        orphans.append(b)
+                    return
+                except BaseException as exc:  # noqa: BLE001 - re-raised by the driving thread
+                    with lock:
+                        errors.append(exc)
+                    return
+                for i, out in zip(b, outputs, strict=True):
+                    results[i] = out
+                with lock:
+                    self.shipped += len(b)
+                    for name, n in got.items():
+                        counters[name] = counters.get(name, 0) + n
+
+        threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in workers]
+        _quick_switches(True)
+        for t in threads:
+            t.start()
+        try:
+            while (share or not threads) and (b := take()) is not None:
+                for i in b:
+                    results[i] = local(elements[i])
+        except BaseException as exc:
+            with lock:
+                errors.append(exc)
+        finally:
+            for t in threads:
+                t.join()
+            _quick_switches(False)
+        if errors:
+            raise errors[0]
+        for b in [*orphans, *pending]:  # (lost workers' bundles; with no worker left, the rest)
+            for i in b:
+                results[i] = local(elements[i])
+        return [r if r is not None else [] for r in results], counters
+
+    def close(self) -> None:
+        """End the workers (they finish the element they hold)."""
+        with self._lock:
+            for w in self._workers:
+                w.close()
+            self._workers = []
+
+
+_switching = threading.Lock()
+_feeding = 0
+_saved_switch = 0.0
+
+
+def _quick_switches(on: bool) -> None:
+    """Shorten the GIL's switch interval while any map feeds workers (restored after the last).
+
+    The threads feeding workers wait for the GIL the driving thread's own step holds; at
+    Python's 5 ms a worker idled between bundles.
+    """
+    global _feeding, _saved_switch
+    with _switching:
+        if on:
+            if _feeding == 0:
+                _saved_switch = sys.getswitchinterval()
+                sys.setswitchinterval(min(_saved_switch, _SWITCH_S))
+            _feeding += 1
+        else:
+            _feeding -= 1
+            if _feeding == 0:
+                sys.setswitchinterval(_saved_switch)
+
+
+_pool: WorkerPool | None = None
+_pool_lock = threading.Lock()
+
+
+def shared_pool(size: int) -> WorkerPool | None:
+    """The process's pool of ``size`` workers (``None`` for 0); a new size replaces it."""
+    global _pool
+    with _pool_lock:
+        if size <= 0:
+            return None
+        if _pool is None or _pool.size != size:
+            if _pool is not None:
+                _pool.close()
+            _pool = WorkerPool(size)
+        return _pool
+
+
+def default_size() -> int:
+    """One worker per core beside the driving process's (0 on one core)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        cores = os.cpu_count() or 1
+    return max(0, cores - 1)
+
+
+@atexit.register
+def _close_shared() -> None:
+    if _pool is not None:
+        _pool.close()
+
+
+# ---------------------------------------------------------------- the worker's side
+
+
+class _Counters:
+    """Beam's metrics updates of one element (this is the worker thread's state tracker)."""
+
+    def __init__(self) -> None:
+        self.counters: dict[str, int] = {}
+
+    def update_metric(self, typed_metric_name: Any, value: Any) -> None:
+        name = typed_metric_name.metric_name
+        if "Counter" in getattr(typed_metric_name.cell_type, "__name__", ""):
+            key = f"{name.namespace}.{name.name}"
+            self.counters[key] = self.counters.get(key, 0) + int(value)
+
+
+def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
+    import gc
+    import traceback
+
+    from apache_beam.internal import pickler
+    from apache_beam.runners.worker import statesampler
+
+    from pipelines.eager import _outputs
+
+    gc.disable()  # (as the driving process does during a batch: pure steps make few cycles)
+    fns: dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]] = {}
+    served = 0
+    while True:
+        try:
+            key, payload, elements, label = _read(inp)
+        except EOFError:
+            return
+        tracker = _Counters()
+        try:
+            if key not in fns:
+                if payload is None:
+                    raise RuntimeError("the driving process sent an unknown step")
+                fn, args, kwargs = pickler.loads(payload)  # type: ignore[no-untyped-call]
+                fn.setup()
+                if len(fns) >= _FN_CACHE:
+                    old = fns.pop(next(iter(fns)))
+                    old[0].teardown()
+                fns[key] = (fn, tuple(args), dict(kwargs))
+            fn, args, kwargs = fns[key]
+            statesampler.set_current_tracker(tracker)  # type: ignore[no-untyped-call]
+            outputs = []
+            for element in elements:
+                got = fn.process(element, *args, **kwargs)
+                outputs.append(list(_outputs(got, label)) if got is not None else [])
+            reply: tuple[Any, ...] = ("ok", outputs, tracker.counters)
+        except BaseException as exc:  # noqa: BLE001 - the driving process raises it
+            text = traceback.format_exc()
+            try:
+                pickle.dumps(exc)
+                reply = ("err", exc, text)
+            except Exception:  # noqa: BLE001 - an exception that cannot cross: its text does
+                reply = ("err", None, text)
+        finally:
+            statesampler.set_current_tracker(None)  # type: ignore[no-untyped-call]
+        _write(out, reply)
+        served += len(elements)
+        if served >= _COLLECT_EVERY:
+            served = 0
+            gc.collect()
+
+
+def main() -> None:
+    """A worker: read elements from stdin, write their outputs to stdout, until EOF."""
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # (a print in a step must not corrupt the replies)
+    import pipelines.beam_stages  # noqa: F401 - imported before the first element arrives
+
+    _serve(inp, out)
+
+
+if __name__ == "__main__":
+    main()

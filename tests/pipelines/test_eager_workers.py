@@ -1,0 +1,179 @@
+"""The eager executor's worker processes: the outputs, order and counters of one process.
+
+Each test runs real worker processes (``python -m pipelines.eager_workers``). A lake folded
+with workers equals the one Beam's runner folds in ``test_log_pipeline``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics import Metrics
+
+from pipelines.eager import EagerPipeline
+from pipelines.eager_workers import WorkerFailed, WorkerPool, shared_pool
+
+MAIN = os.getpid()
+
+
+class _Where(beam.DoFn):
+    """x -> (x, x * x, the pid that ran it); counts elements and odd ones."""
+
+    eager_parallel = True
+
+    def __init__(self, die_on: int | None = None, raise_on: int | None = None) -> None:
+        self.die_on = die_on
+        self.raise_on = raise_on
+        self.home = os.getpid()  # (made here, pickled: a worker imports this module with its own pid)
+        self.seen = Metrics.counter("test", "seen")
+        self.odd = Metrics.counter("test", "odd")
+
+    def process(self, x: int) -> Any:
+        if os.getpid() != self.home and x == self.die_on:
+            os._exit(9)  # a worker killed while it holds this element
+        if x == self.raise_on:
+            raise ValueError(f"element {x} is bad")
+        self.seen.inc()
+        if x % 2:
+            self.odd.inc()
+        yield x, x * x, os.getpid()
+
+
+class _Unpicklable(Exception):
+    def __reduce__(self) -> Any:
+        raise TypeError("this exception does not cross processes")
+
+
+class _RaisesUnpicklable(beam.DoFn):
+    eager_parallel = True
+
+    def process(self, x: int) -> Any:
+        raise _Unpicklable(f"element {x}")
+
+
+class _Sequential(_Where):
+    eager_parallel = False
+
+
+def _exit_codes(pool: WorkerPool, within_s: float = 10.0) -> list[int]:
+    """Exit codes of the pool's workers that have exited, once one has (within ``within_s``).
+
+    A worker whose pipe closed is exiting; the kernel may not have reaped it yet.
+    """
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        codes = [c for w in pool._workers if (c := w.proc.poll()) is not None]
+        if codes:
+            return codes
+        time.sleep(0.01)
+    return []
+
+
+def _run(pool: WorkerPool | None, fn: beam.DoFn, n: int) -> tuple[list[Any], dict[str, int]]:
+    p = EagerPipeline(pool)
+    out = p | beam.Create(range(n)) | beam.ParDo(fn)
+    return list(out.elements), p.counters
+
+
+def test_workers_give_the_outputs_order_and_counters_of_one_process() -> None:
+    alone, alone_counters = _run(None, _Where(), 200)
+    pool = shared_pool(2)
+    assert pool is not None
+    before = pool.shipped
+    spread, counters = _run(pool, _Where(), 200)
+    assert [o[:2] for o in spread] == [o[:2] for o in alone] == [(x, x * x) for x in range(200)]
+    assert counters == alone_counters == {"test.seen": 200, "test.odd": 100}
+    assert pool.shipped > before
+    # a step that is not marked pure never leaves this process
+    sequential, _ = _run(pool, _Sequential(), 50)
+    assert {pid for *_, pid in sequential} == {MAIN}
+
+
+def test_only_the_workers_run_elements_when_the_driver_does_not_share() -> None:
+    pool = shared_pool(2)
+    assert pool is not None
+    results, counters = pool.map(
+        beam.internal.pickler.dumps((_Where(), (), {})),  # type: ignore[attr-defined]
+        list(range(30)),
+        "test",
+        local=lambda x: pytest.fail("the driving process ran an element"),  # type: ignore[arg-type]
+        share=False,
+    )
+    assert [r[0][:2] for r in results] == [(x, x * x) for x in range(30)]
+    assert MAIN not in {r[0][2] for r in results}
+    assert counters == {"test.seen": 30, "test.odd": 15}
+
+
+def test_a_worker_that_dies_loses_no_element_and_is_replaced() -> None:
+    pool = WorkerPool(2)
+    try:
+        pickled = beam.internal.pickler.dumps((_Where(die_on=7), (), {}))  # type: ignore[attr-defined]
+        before = {w.proc.pid for w in pool.workers()}
+        run_here = _Where()
+        results, _ = pool.map(
+            pickled, list(range(60)), "t", local=lambda x: list(run_here.process(x)), share=False
+        )
+        # element 7's bundle ran in this process (where it does not die); no element is lost
+        assert [r[0][:2] for r in results] == [(x, x * x) for x in range(60)]
+        assert MAIN in {r[0][2] for r in results}
+        assert _exit_codes(pool) == [9]  # the worker that took element 7 died; the other lives
+        alive = pool.workers()
+        assert len(alive) == 2 and all(w.alive() for w in alive)  # the dead one replaced
+        assert len(before & {w.proc.pid for w in alive}) == 1
+        # the pipeline's way: the same outputs and counters as one process
+        spread, counters = _run(pool, _Where(die_on=7), 60)
+        assert [o[:2] for o in spread] == [(x, x * x) for x in range(60)]
+        assert counters == {"test.seen": 60, "test.odd": 30}
+    finally:
+        pool.close()
+
+
+def test_an_exception_in_a_worker_is_raised_by_the_driver() -> None:
+    pool = WorkerPool(1)
+    try:
+        pickled = beam.internal.pickler.dumps((_Where(raise_on=11), (), {}))  # type: ignore[attr-defined]
+        with pytest.raises(ValueError, match="element 11 is bad"):
+            pool.map(pickled, list(range(20)), "t", local=lambda x: [], share=False)
+        unpicklable = beam.internal.pickler.dumps((_RaisesUnpicklable(), (), {}))  # type: ignore[attr-defined]
+        with pytest.raises(WorkerFailed, match="_Unpicklable: element 0"):
+            pool.map(unpicklable, [0, 1], "t", local=lambda x: [], share=False)
+        # the worker lives on
+        ok, _ = pool.map(
+            beam.internal.pickler.dumps((_Where(), (), {})),  # type: ignore[attr-defined]
+            [3], "t", local=lambda x: [], share=False,
+        )  # fmt: skip
+        assert ok[0][0][:2] == (3, 9)
+    finally:
+        pool.close()
+
+
+class _DiesInWorkers(beam.DoFn):
+    eager_parallel = True
+
+    def __init__(self) -> None:
+        self.home = os.getpid()
+
+    def process(self, x: int) -> Any:
+        if os.getpid() != self.home:
+            os._exit(3)
+        yield x
+
+
+def test_a_pool_whose_workers_keep_dying_stops_starting_them() -> None:
+    pool = WorkerPool(2)
+    try:
+        pickled = beam.internal.pickler.dumps((_DiesInWorkers(), (), {}))  # type: ignore[attr-defined]
+        run_here = _DiesInWorkers()
+        for _ in range(6):  # two workers lost a map: the pool gives up after eight
+            results, _ = pool.map(
+                pickled, list(range(12)), "t", lambda x: list(run_here.process(x)), share=False
+            )
+            assert [r for rs in results for r in rs] == list(range(12))  # every element, in order
+        assert pool.workers() == []
+        assert pool.lost >= 8
+    finally:
+        pool.close()
