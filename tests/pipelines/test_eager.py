@@ -148,3 +148,56 @@ def test_a_builtin_as_the_function_of_a_step_runs() -> None:
     p = EagerPipeline()
     got = p | "Xs" >> beam.Create([0, 1, "", "a"]) | "Truthy" >> beam.Filter(bool) | "Len" >> beam.Map(str)
     assert got.elements == ["1", "a"]
+
+
+_COUNT = beam.transforms.userstate.ReadModifyWriteStateSpec("count", beam.coders.VarIntCoder())
+_COUNT_PARAM = beam.DoFn.StateParam(_COUNT)
+
+
+class _Stateful(beam.DoFn):
+    def process(self, kv: Any, count: Any = _COUNT_PARAM) -> Any:
+        yield kv
+
+
+class _YieldsAndReturns(beam.DoFn):
+    def process(self, x: int) -> Any:
+        if x:
+            return [x]
+        yield x
+
+
+def test_beams_construction_checks_give_the_same_answers_memoized() -> None:
+    """``pipelines.eager`` keeps Beam's per-``ParDo`` checks by what they read: same answers."""
+    from apache_beam.transforms import core, userstate
+
+    memo_specs, memo_yield = userstate.get_dofn_specs, core._check_fn_use_yield_and_return
+    assert getattr(memo_specs, "_trajlake", False) and getattr(memo_yield, "_trajlake", False)
+    original_specs = memo_specs.__closure__[0].cell_contents  # type: ignore[attr-defined]
+    original_yield = memo_yield.__closure__[0].cell_contents  # type: ignore[attr-defined]
+
+    fns = [
+        _Stateful(),
+        _Stateful(),
+        _Tagging(),
+        _YieldsAndReturns(),
+        _Held(),
+        beam.Map(len).fn,
+        beam.Map(lambda x, s=_COUNT_PARAM: x).fn,
+        beam.Map(_Held().process).fn,  # (a bound method: read through _inspect_process, never kept)
+    ]
+    for _ in range(2):  # the second time from what was kept
+        for fn in fns:
+            assert memo_specs(fn) == original_specs(fn)
+            assert memo_yield(fn.process) == original_yield(fn.process)
+    assert memo_specs(_Stateful())[0]  # a state spec found (and the eager executor refuses it)
+    assert memo_yield(_YieldsAndReturns().process) and not memo_yield(_Tagging().process)
+    with pytest.raises(PipelineError, match="does not pass count"):
+        _ = EagerPipeline() | beam.Create([(1, 2)]) | beam.ParDo(_Stateful())
+    # a class whose process is replaced (a test's monkeypatch) is inspected anew
+    specs_before = memo_specs(_Tagging())
+    original_process = _Tagging.process
+    try:
+        _Tagging.process = _Stateful.process  # type: ignore[method-assign,assignment]
+        assert memo_specs(_Tagging())[0] and not specs_before[0]
+    finally:
+        _Tagging.process = original_process  # type: ignore[method-assign]
