@@ -21,6 +21,7 @@ batch of a ``--follow`` run); its workers end with it (they read EOF).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import hashlib
 import logging
@@ -47,6 +48,13 @@ class WorkerLost(Exception):
     """A worker process died or could not start (its element runs in the driving process)."""
 
 
+class NotShipped(WorkerLost):
+    """A bundle a worker cannot take: its elements do not pickle, or the step does not load there.
+
+    The bundle runs in the driving process, and the worker stays in the pool.
+    """
+
+
 class WorkerFailed(Exception):
     """An element's ``process`` raised in a worker an exception that cannot cross processes.
 
@@ -54,11 +62,18 @@ class WorkerFailed(Exception):
     """
 
 
-def _write(stream: IO[bytes], obj: Any) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def _dumps(obj: Any) -> bytes:
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _send(stream: IO[bytes], data: bytes) -> None:
     stream.write(len(data).to_bytes(_HEADER, "little"))
     stream.write(data)
     stream.flush()
+
+
+def _write(stream: IO[bytes], obj: Any) -> None:
+    _send(stream, _dumps(obj))
 
 
 def _read(stream: IO[bytes]) -> Any:
@@ -107,29 +122,45 @@ class _Worker:
             _widen(pipe)
         self.known: set[str] = set()
         self.lock = threading.Lock()
+        self.dropped = False
 
     def call(
         self, key: str, fn_payload: bytes, elements: list[Any], label: str
     ) -> tuple[list[list[Any]], dict[str, int]]:
         """Run a bundle of elements; each one's outputs, and the bundle's counter increments."""
+        sent = key in self.known
+        try:
+            message = _dumps((key, None if sent else fn_payload, elements, label))
+        except Exception as exc:  # noqa: BLE001 - an element that cannot cross runs in the driving process
+            raise NotShipped(f"a bundle of {label!r} cannot be sent to a worker: {exc!r}") from exc
         with self.lock:
             assert self.proc.stdin is not None and self.proc.stdout is not None
             try:
-                _write(self.proc.stdin, (key, None if key in self.known else fn_payload, elements, label))
+                _send(self.proc.stdin, message)
                 self.known.add(key)
                 status, *rest = _read(self.proc.stdout)
             except (EOFError, OSError, pickle.PickleError) as exc:
+                self._drop()
                 raise WorkerLost(f"eager worker {self.proc.pid} lost: {exc!r}") from exc
         if status == "ok":
             outputs, counters = rest
             return outputs, counters
+        if status == "unusable":  # the worker could not load or set up the step: it stays healthy
+            self.known.discard(key)
+            raise NotShipped(f"eager worker {self.proc.pid} cannot run {label!r}: {rest[0]}")
         raised, text = rest
         if isinstance(raised, BaseException):
             raise raised
         raise WorkerFailed(text)
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return not self.dropped and self.proc.poll() is None
+
+    def _drop(self) -> None:
+        """Never use this worker again (its replies can no longer be trusted to line up)."""
+        self.dropped = True
+        with contextlib.suppress(OSError):
+            self.proc.kill()
 
     def close(self) -> None:
         try:
@@ -218,6 +249,8 @@ class WorkerPool:
                     log.warning("%s; its elements run in the driving process", exc)
                     with lock:
                         orphans.append(b)
+                    if isinstance(exc, NotShipped):
+                        continue  # (the worker is well: it takes the next bundle)
                     return
                 except BaseException as exc:  # noqa: BLE001 - re-raised by the driving thread
                     with lock:
@@ -350,23 +383,28 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
         except EOFError:
             return
         tracker = _Counters()
+        reply: tuple[Any, ...]
         try:
             if key not in fns:
                 if payload is None:
-                    raise RuntimeError("the driving process sent an unknown step")
+                    raise RuntimeError("the driving process sent a step this worker does not hold")
                 fn, args, kwargs = pickler.loads(payload)  # type: ignore[no-untyped-call]
                 fn.setup()
                 if len(fns) >= _FN_CACHE:
                     old = fns.pop(next(iter(fns)))
                     old[0].teardown()
                 fns[key] = (fn, tuple(args), dict(kwargs))
-            fn, args, kwargs = fns[key]
+        except Exception as exc:  # noqa: BLE001 - the driving process runs the bundle itself
+            _write(out, ("unusable", f"{type(exc).__name__}: {exc}"))
+            continue
+        fn, args, kwargs = fns[key]
+        try:
             statesampler.set_current_tracker(tracker)  # type: ignore[no-untyped-call]
             outputs = []
             for element in elements:
                 got = fn.process(element, *args, **kwargs)
                 outputs.append(list(_outputs(got, label)) if got is not None else [])
-            reply: tuple[Any, ...] = ("ok", outputs, tracker.counters)
+            reply = ("ok", outputs, tracker.counters)
         except BaseException as exc:  # noqa: BLE001 - the driving process raises it
             text = traceback.format_exc()
             try:
@@ -376,7 +414,11 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
                 reply = ("err", None, text)
         finally:
             statesampler.set_current_tracker(None)  # type: ignore[no-untyped-call]
-        _write(out, reply)
+        try:
+            data = _dumps(reply)
+        except Exception as exc:  # noqa: BLE001 - outputs that cannot cross: the driving process runs it
+            data = _dumps(("unusable", f"its outputs do not pickle: {type(exc).__name__}: {exc}"))
+        _send(out, data)
         served += len(elements)
         if served >= _COLLECT_EVERY:
             served = 0
@@ -385,8 +427,13 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
 
 def main() -> None:
     """A worker: read elements from stdin, write their outputs to stdout, until EOF."""
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # (a print in a step must not corrupt the replies)
+    inp = sys.stdin.buffer
+    # The replies get a descriptor of their own and fd 1 becomes stderr: nothing a step or a
+    # library prints (Python's print, a C library's write to fd 1) can corrupt them.
+    out = os.fdopen(os.dup(1), "wb")
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     import pipelines.beam_stages  # noqa: F401 - imported before the first element arrives
 
     _serve(inp, out)

@@ -7,6 +7,7 @@ with workers equals the one Beam's runner folds in ``test_log_pipeline``.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -175,5 +176,41 @@ def test_a_pool_whose_workers_keep_dying_stops_starting_them() -> None:
             assert [r for rs in results for r in rs] == list(range(12))  # every element, in order
         assert pool.workers() == []
         assert pool.lost >= 8
+    finally:
+        pool.close()
+
+
+class _Chatty(beam.DoFn):
+    """Prints to stdout through Python and through fd 1, and outputs what it is given."""
+
+    eager_parallel = True
+
+    def __init__(self) -> None:
+        self.home = os.getpid()
+
+    def process(self, x: Any) -> Any:
+        print("a step's print", x)
+        os.write(1, b"a library's write to fd 1\n")
+        if os.getpid() != self.home and x == "lock":
+            yield threading.Lock()  # (an output that cannot cross back)
+            return
+        yield x
+
+
+def test_what_cannot_cross_runs_in_the_driving_process_and_prints_do_not_corrupt_replies(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool = WorkerPool(1)
+    try:
+        pickled = beam.internal.pickler.dumps((_Chatty(), (), {}))  # type: ignore[attr-defined]
+        here = _Chatty()
+        lock = threading.Lock()  # an element that does not pickle: its bundle stays here
+        elements: list[Any] = ["a", "b", lock, "lock", "c"]  # "lock": an output that does not pickle
+        results, _ = pool.map(pickled, elements, "t", lambda x: list(here.process(x)), share=False)
+        assert results == [["a"], ["b"], [lock], ["lock"], ["c"]]
+        assert "cannot be sent to a worker" in caplog.text and "outputs do not pickle" in caplog.text
+        assert pool.workers() and pool.lost == 0  # the worker stays
+        again, _ = pool.map(pickled, ["x", "y"], "t", lambda x: pytest.fail("ran here"), share=False)
+        assert again == [["x"], ["y"]]
     finally:
         pool.close()
