@@ -1089,17 +1089,21 @@ class Lake:
         before = dt.version()
         parts = PARTITION_COLUMNS.get(name, ())
         cols = [*keys, *(p for p in parts if p not in keys)]
-        data_keys = _key_tuples(data, cols)
-        have = set(data_keys)
         named = {tuple(k) for k in replacing}
-        stale = {k for k in named if k not in have}
+        stored = None
         if mode == "replace_episodes" and episodes:
             # chunked: DataFusion's SQL path overflows its stack on an IN list of ~25k values (a segfault)
             stored = self.read_episodes_rows(name, episodes, version=before, columns=cols)
-            stale |= set(_key_tuples(stored, cols)) - have
+        # keys compared in Arrow (a batch's 100k rows as Python tuples cost 0.1 s a table)
+        stale = _keys_missing(named, data, cols)
+        if stored is not None:
+            stale |= _keys_missing(stored, data, cols)
         if data.num_rows or stale:
-            if mode == "insert_new":  # a replaced row's new copy under its key takes its place
-                ops = ["upsert" if k in named else "insert" for k in data_keys]
+            if mode == "insert_new" and named:  # a replaced row's new copy under its key takes its place
+                replaced = _rows_keyed(data, named, cols)
+                ops = ["upsert" if i in replaced else "insert" for i in range(data.num_rows)]
+            elif mode == "insert_new":
+                ops = ["insert"] * data.num_rows
             else:
                 ops = ["upsert"] * data.num_rows
             loose = pa.schema([f.with_nullable(True) for f in data.schema])
@@ -1112,7 +1116,7 @@ class Lake:
             )
             # every key column bounds the target: a lead key of one value (quarantine's topic)
             # prunes nothing, the next one (its offsets) does
-            bounds = [key_predicate(c, source.column(c).to_pylist(), alias="t.", exact=False) for c in keys]
+            bounds = [key_predicate(c, source.column(c), alias="t.", exact=False) for c in keys]
             predicate = " AND ".join([*bounds, *(f"t.{c} = s.{c}" for c in cols)])
             metrics = (
                 dt.merge(
@@ -1195,6 +1199,66 @@ def _key_tuples(table: pa.Table, cols: Sequence[str]) -> list[tuple[Any, ...]]:
     return list(zip(*(table.column(c).to_pylist() for c in cols), strict=True)) if table.num_rows else []
 
 
+_JOIN_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+
+
+class _NullKey(Exception):
+    """A key column holds a null: Arrow's join never matches it, Python's tuples do."""
+
+
+def _no_nulls(table: pa.Table, cols: Sequence[str]) -> pa.Table:
+    if any(table.column(c).null_count for c in cols):
+        raise _NullKey
+    return table
+
+
+def _keys_table(keys: Iterable[tuple[Any, ...]], like: pa.Table, cols: Sequence[str]) -> pa.Table:
+    """Key tuples as a table of ``cols``, typed as ``like``'s columns."""
+    rows = list(keys)
+    # inferred, then cast safely: a value of another kind (1.5 for an integer key, a datetime for
+    # a date) fails to cast (and is compared in Python) instead of becoming an equal key
+    return pa.table(
+        {c: pa.array([k[i] for k in rows]).cast(like.schema.field(c).type) for i, c in enumerate(cols)}
+    )
+
+
+def _same_keys(table: pa.Table, like: pa.Table, cols: Sequence[str]) -> pa.Table:
+    keys = table.select(list(cols))
+    want = pa.schema([like.schema.field(c) for c in cols])
+    return keys if keys.schema.equals(want) else keys.cast(want)
+
+
+def _keys_missing(
+    keys: pa.Table | set[tuple[Any, ...]], data: pa.Table, cols: Sequence[str]
+) -> set[tuple[Any, ...]]:
+    """The distinct keys ``cols`` of ``keys`` (a table's rows, or tuples) that no row of ``data`` has."""
+    if not len(keys):
+        return set()
+    try:
+        table = keys if isinstance(keys, pa.Table) else _keys_table(keys, data, cols)
+        if not data.num_rows:
+            return set(_key_tuples(table, cols))
+        left = _no_nulls(_same_keys(table, data, cols), cols)
+        right = _no_nulls(_same_keys(data, data, cols), cols)
+        missing = left.join(right, keys=list(cols), join_type="left anti")
+    except (*_JOIN_ERRORS, _NullKey):  # (a key type Arrow's join does not take: compared in Python)
+        tuples = set(_key_tuples(keys, cols)) if isinstance(keys, pa.Table) else keys
+        return tuples - set(_key_tuples(data, cols))
+    return set(_key_tuples(missing, cols))
+
+
+def _rows_keyed(data: pa.Table, keys: set[tuple[Any, ...]], cols: Sequence[str]) -> set[int]:
+    """Indices of ``data``'s rows whose ``cols`` are one of ``keys``."""
+    try:
+        rows = pa.array(range(data.num_rows), pa.int64())
+        indexed = _no_nulls(_same_keys(data, data, cols), cols).append_column("__row", rows)
+        wanted = _no_nulls(_same_keys(_keys_table(keys, data, cols), data, cols), cols)
+        hit = indexed.join(wanted, keys=list(cols), join_type="left semi")
+    except (*_JOIN_ERRORS, _NullKey):
+        return {i for i, k in enumerate(_key_tuples(data, cols)) if k in keys}
+    return set(hit.column("__row").to_pylist())
+
+
 def key_predicate(column: str, values: Iterable[Any], *, alias: str = "", exact: bool = True) -> str:
     """A predicate selecting rows whose ``column`` is one of ``values``, that prunes files.
 
@@ -1205,7 +1269,15 @@ def key_predicate(column: str, values: Iterable[Any], *, alias: str = "", exact:
     UUIDv7 episode gets a range of its own instead of stretching one over the table), and the
     ``IN`` list is added (``exact``) to select exactly. ``alias``: a table alias such as ``t.``.
     """
-    vals = sorted(set(values))
+    if isinstance(values, pa.Array | pa.ChunkedArray):  # distinct and sorted by Arrow (a batch's 100k keys)
+        import pyarrow.compute as pc
+
+        try:
+            vals = pc.unique(values).drop_null().sort().to_pylist()
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # (a type Arrow does not sort)
+            vals = sorted({v for v in values.to_pylist() if v is not None})
+    else:
+        vals = sorted(set(values))
     if not vals:
         return "FALSE"
     col = f"{alias}{column}"

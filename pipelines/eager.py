@@ -18,6 +18,7 @@ graph then runs on a Beam runner. Beam's metrics counters count as on a runner.
 from __future__ import annotations
 
 import inspect
+import logging
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -35,6 +36,8 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from pipelines.eager_workers import WorkerPool
 from pipelines.errors import PipelineError
+
+log = logging.getLogger(__name__)
 
 
 class EagerCollection(pvalue.PValue):
@@ -170,18 +173,18 @@ class EagerPipeline:
             )
         out: list[Any] = []
         elements = elements if isinstance(elements, list) else list(elements)
+        payload = self._spread(fn, pardo, elements)  # (pickled before its setup makes clients)
         with _tracking(self):
             fn.setup()
             try:
                 fn.start_bundle()
-                if self._spread(fn, elements):
+                if payload is not None:
                     assert self.workers is not None
 
                     def local(element: Any) -> list[Any]:
                         got = process(element, *pardo.args, **pardo.kwargs)
                         return list(_outputs(got, pardo.label)) if got is not None else []
 
-                    payload = pickler.dumps((fn, pardo.args, pardo.kwargs))
                     parts, counters = self.workers.map(payload, elements, pardo.label, local)
                     for part in parts:
                         out.extend(part)
@@ -199,17 +202,24 @@ class EagerPipeline:
                 fn.teardown()
         return out
 
-    def _spread(self, fn: Any, elements: list[Any]) -> bool:
-        """Whether ``fn``'s elements go to the worker processes too.
+    def _spread(self, fn: Any, pardo: Any, elements: list[Any]) -> bytes | None:
+        """The step pickled for the worker processes, if ``fn``'s elements go to them too.
 
         Only a ``DoFn`` that says it is a pure function of its element (``eager_parallel``) and
-        keeps nothing between elements (no ``start_bundle``/``finish_bundle`` of its own), and
-        only when there are two elements or more to share.
+        keeps nothing between elements (no ``start_bundle``/``finish_bundle`` of its own), only
+        when there are two elements or more to share, and only one that pickles (else ``None``:
+        this process runs them all).
         """
         if self.workers is None or len(elements) < 2 or not getattr(fn, "eager_parallel", False):
-            return False
+            return None
         cls = type(fn)
-        return cls.start_bundle is beam.DoFn.start_bundle and cls.finish_bundle is beam.DoFn.finish_bundle
+        if cls.start_bundle is not beam.DoFn.start_bundle or cls.finish_bundle is not beam.DoFn.finish_bundle:
+            return None
+        try:
+            return pickler.dumps((fn, pardo.args, pardo.kwargs))  # type: ignore[no-any-return]
+        except Exception as exc:  # noqa: BLE001 - a step that cannot cross runs here
+            log.warning("step %r does not pickle (%r); its elements run in this process", pardo.label, exc)
+            return None
 
     def _cogroup(self, value: Any) -> list[Any]:
         named = isinstance(value, dict)
@@ -253,6 +263,7 @@ def _primitive(transform: Any) -> bool:
 
 _yield_checks: dict[Any, bool] = {}
 _dofn_specs: dict[Any, tuple[frozenset[Any], frozenset[Any]]] = {}
+_SPECS_KEPT = 4096
 
 
 def _memoized_yield_check(original: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -261,6 +272,8 @@ def _memoized_yield_check(original: Callable[[Any], bool]) -> Callable[[Any], bo
         if code is None:
             return original(fn)
         if code not in _yield_checks:  # (the answer is a function of the source, i.e. of the code)
+            if len(_yield_checks) >= _SPECS_KEPT:
+                _yield_checks.clear()
             _yield_checks[code] = original(fn)
         return _yield_checks[code]
 
@@ -272,11 +285,14 @@ def _specs_key(dofn: Any) -> Any:
 
     ``None`` when it reads something else too (an ``_inspect_process`` hook over a bound method).
     """
+    own = getattr(dofn, "__dict__", {})
     methods = []
     for name in dir(dofn):
         m = getattr(dofn, name, None)
         if isinstance(m, types.MethodType):
-            if hasattr(dofn, f"_inspect_{name}") and name in vars(dofn):
+            # a hook (Beam's type-check wrappers have them on the class) reads the wrapped DoFn;
+            # a method held by the instance is one of its own (a handler's per-instance binding)
+            if hasattr(dofn, f"_inspect_{name}") or name in own:
                 return None
             methods.append((name, m.__func__))
     return type(dofn), tuple(methods)
@@ -288,6 +304,8 @@ def _memoized_specs(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
         if key is None:
             return original(dofn)  # type: ignore[no-any-return]
         if key not in _dofn_specs:
+            if len(_dofn_specs) >= _SPECS_KEPT:  # (classes made at run time: bounded, not kept forever)
+                _dofn_specs.clear()
             state, timers = original(dofn)
             _dofn_specs[key] = (frozenset(state), frozenset(timers))
         state, timers = _dofn_specs[key]

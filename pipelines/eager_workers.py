@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
@@ -76,7 +77,7 @@ def _write(stream: IO[bytes], obj: Any) -> None:
     _send(stream, _dumps(obj))
 
 
-def _read(stream: IO[bytes]) -> Any:
+def _receive(stream: IO[bytes]) -> bytes:
     head = stream.read(_HEADER)
     if len(head) < _HEADER:
         raise EOFError
@@ -84,7 +85,11 @@ def _read(stream: IO[bytes]) -> Any:
     data = stream.read(size)
     if len(data) < size:
         raise EOFError
-    return pickle.loads(data)
+    return data
+
+
+def _read(stream: IO[bytes]) -> Any:
+    return pickle.loads(_receive(stream))
 
 
 def _widen(pipe: IO[bytes] | None) -> None:
@@ -245,6 +250,12 @@ class WorkerPool:
             while (b := take()) is not None:
                 try:
                     outputs, got = worker.call(key, fn_payload, [elements[i] for i in b], label)
+                    for i, out in zip(b, outputs, strict=True):
+                        results[i] = out
+                    with lock:
+                        self.shipped += len(b)
+                        for name, n in got.items():
+                            counters[name] = counters.get(name, 0) + n
                 except WorkerLost as exc:
                     log.warning("%s; its elements run in the driving process", exc)
                     with lock:
@@ -256,12 +267,6 @@ class WorkerPool:
                     with lock:
                         errors.append(exc)
                     return
-                for i, out in zip(b, outputs, strict=True):
-                    results[i] = out
-                with lock:
-                    self.shipped += len(b)
-                    for name, n in got.items():
-                        counters[name] = counters.get(name, 0) + n
 
         threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in workers]
         _quick_switches(True)
@@ -283,7 +288,10 @@ class WorkerPool:
         for b in [*orphans, *pending]:  # (lost workers' bundles; with no worker left, the rest)
             for i in b:
                 results[i] = local(elements[i])
-        return [r if r is not None else [] for r in results], counters
+        missed = sum(r is None for r in results)
+        if missed:  # (every bundle is run by a worker, here, or raises: never a silent gap)
+            raise RuntimeError(f"eager workers returned no outputs for {missed} elements of {label!r}")
+        return results, counters  # type: ignore[return-value]
 
     def close(self) -> None:
         """End the workers (they finish the element they hold)."""
@@ -379,12 +387,13 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
     served = 0
     while True:
         try:
-            key, payload, elements, label = _read(inp)
+            message = _receive(inp)
         except EOFError:
             return
         tracker = _Counters()
         reply: tuple[Any, ...]
-        try:
+        try:  # (elements that pickled there but do not load here: the driving process runs them)
+            key, payload, elements, label = pickle.loads(message)
             if key not in fns:
                 if payload is None:
                     raise RuntimeError("the driving process sent a step this worker does not hold")
@@ -405,10 +414,10 @@ def _serve(inp: IO[bytes], out: IO[bytes]) -> None:
                 got = fn.process(element, *args, **kwargs)
                 outputs.append(list(_outputs(got, label)) if got is not None else [])
             reply = ("ok", outputs, tracker.counters)
-        except BaseException as exc:  # noqa: BLE001 - the driving process raises it
+        except Exception as exc:  # noqa: BLE001 - the driving process raises it
             text = traceback.format_exc()
-            try:
-                pickle.dumps(exc)
+            try:  # (one that does not load as it was dumped, e.g. its __init__ takes other arguments)
+                pickle.loads(pickle.dumps(exc))
                 reply = ("err", exc, text)
             except Exception:  # noqa: BLE001 - an exception that cannot cross: its text does
                 reply = ("err", None, text)
@@ -430,9 +439,12 @@ def main() -> None:
     inp = sys.stdin.buffer
     # The replies get a descriptor of their own and fd 1 becomes stderr: nothing a step or a
     # library prints (Python's print, a C library's write to fd 1) can corrupt them.
+    # Ctrl-C at a terminal reaches the whole process group: the driving process decides what a
+    # batch does on a signal (it finishes it), and ends its workers by closing their stdin
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "wb")
-    sys.stdout.flush()
     os.dup2(2, 1)
+    sys.stdout.flush()  # (what importing printed goes to stderr too)
     sys.stdout = sys.stderr
     import pipelines.beam_stages  # noqa: F401 - imported before the first element arrives
 

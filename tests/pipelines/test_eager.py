@@ -169,6 +169,7 @@ class _YieldsAndReturns(beam.DoFn):
 def test_beams_construction_checks_give_the_same_answers_memoized() -> None:
     """``pipelines.eager`` keeps Beam's per-``ParDo`` checks by what they read: same answers."""
     from apache_beam.transforms import core, userstate
+    from apache_beam.typehints.typecheck import TypeCheckWrapperDoFn
 
     memo_specs, memo_yield = userstate.get_dofn_specs, core._check_fn_use_yield_and_return
     assert getattr(memo_specs, "_trajlake", False) and getattr(memo_yield, "_trajlake", False)
@@ -184,6 +185,10 @@ def test_beams_construction_checks_give_the_same_answers_memoized() -> None:
         beam.Map(len).fn,
         beam.Map(lambda x, s=_COUNT_PARAM: x).fn,
         beam.Map(_Held().process).fn,  # (a bound method: read through _inspect_process, never kept)
+        # Beam's type-check wrappers (runtime_type_check) read the wrapped DoFn through a hook on
+        # their class: a stateless one first, then a stateful one, each its own answer
+        TypeCheckWrapperDoFn(_Tagging(), _Tagging().get_type_hints()),
+        TypeCheckWrapperDoFn(_Stateful(), _Stateful().get_type_hints()),
     ]
     for _ in range(2):  # the second time from what was kept
         for fn in fns:

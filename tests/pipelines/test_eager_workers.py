@@ -7,6 +7,7 @@ with workers equals the one Beam's runner folds in ``test_log_pipeline``.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from typing import Any
@@ -212,5 +213,68 @@ def test_what_cannot_cross_runs_in_the_driving_process_and_prints_do_not_corrupt
         assert pool.workers() and pool.lost == 0  # the worker stays
         again, _ = pool.map(pickled, ["x", "y"], "t", lambda x: pytest.fail("ran here"), share=False)
         assert again == [["x"], ["y"]]
+    finally:
+        pool.close()
+
+
+def _load_in(pid: int) -> str:
+    if os.getpid() != pid:
+        raise ImportError("this element loads only in the process that made it")
+    return "loaded"
+
+
+class _LoadsOnlyHere:
+    """Pickles anywhere, loads only in the driving process (a class of a test's ``__main__``)."""
+
+    def __reduce__(self) -> Any:
+        return _load_in, (MAIN,)
+
+
+class _TwoArguments(Exception):
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"{what}: {why}")  # (pickles as one argument: does not load again)
+
+
+class _RaisesTwoArguments(beam.DoFn):
+    eager_parallel = True
+
+    def process(self, x: int) -> Any:
+        raise _TwoArguments(f"element {x}", "bad")
+
+
+class _Client:
+    def __reduce__(self) -> Any:
+        raise TypeError("a client does not pickle")
+
+
+class _SetsUpAClient(_Where):
+    """A step whose set-up makes what does not pickle (Beam pickles steps before theirs)."""
+
+    def setup(self) -> None:
+        self.client = _Client()
+
+
+def test_a_worker_survives_what_it_cannot_load_ctrl_c_and_exceptions_that_do_not_rebuild() -> None:
+    pool = WorkerPool(1)
+    try:
+        (worker,) = pool.workers()
+        pickled = beam.internal.pickler.dumps((_Where(), (), {}))  # type: ignore[attr-defined]
+        # an element that does not load in the worker: its bundle runs here, the worker stays
+        results, _ = pool.map(pickled, [_LoadsOnlyHere()], "t", lambda x: ["here"], share=False)
+        assert results == [["here"]]
+        # Ctrl-C at a terminal reaches the worker too: the driving process decides, the worker lives
+        os.kill(worker.proc.pid, signal.SIGINT)
+        time.sleep(0.2)
+        results, _ = pool.map(pickled, [2, 3], "t", lambda x: pytest.fail("ran here"), share=False)
+        assert [r[0][:2] for r in results] == [(2, 4), (3, 9)]
+        # an exception that pickles but is not rebuilt by loading: its text crosses
+        two = beam.internal.pickler.dumps((_RaisesTwoArguments(), (), {}))  # type: ignore[attr-defined]
+        with pytest.raises(WorkerFailed, match="_TwoArguments: element 0: bad"):
+            pool.map(two, [0], "t", lambda x: [], share=False)
+        assert pool.workers() == [worker] and worker.alive() and pool.lost == 0
+        # a step whose set-up made a client is sent as it was before (each worker sets it up)
+        spread, counters = _run(pool, _SetsUpAClient(), 10)
+        assert [o[:2] for o in spread] == [(x, x * x) for x in range(10)]
+        assert counters == {"test.seen": 10, "test.odd": 5}
     finally:
         pool.close()
