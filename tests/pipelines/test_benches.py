@@ -50,7 +50,8 @@ def test_pipeline_bench_writes_every_row_and_freshness(tmp_path: Path) -> None:
         timeout=900,
     )  # fmt: skip
     got = json.loads(out.read_text())
-    for row in ("trajlake", "plain"):
+    for row in ("trajlake", "trajlake_warm", "plain"):
+        assert "warning" not in got["rows"][row]
         assert got["rows"][row]["events"] == got["events"] and got["rows"][row]["events_per_s"] > 0
     for row in ("spark_cold", "spark_warm"):
         assert "skipped" in got["rows"][row]["error"]
