@@ -208,3 +208,33 @@ def test_utc_timestamps_read_from_arrow_as_arrow_reads_them() -> None:
     got = datetimes(arrow)
     assert got == arrow.to_pylist() == values and datetimes(pa.chunked_array([arrow, arrow])) == values * 2
     assert [v.isoformat() for v in got if v] == [v.isoformat() for v in arrow.to_pylist() if v]
+
+
+def test_rows_become_the_table_arrow_makes_of_them() -> None:
+    """``rows_table`` is ``from_pylist``: missing keys null, extra keys dropped, the same errors."""
+    import datetime as dt
+    import random
+
+    from fold.rows import rows_table
+
+    rnd = random.Random(5)
+    schema = TABLES["steps"]
+    when = dt.datetime(2026, 12, 5, 1, 2, 3, 456789, tzinfo=dt.UTC)
+    for n in (0, 1, 7, 300):
+        rows = []
+        for i in range(n):
+            row = {
+                "episode_id": f"ep{rnd.randrange(9)}", "seq": i, "event_id": f"e{i}", "type": "tool_result",
+                "ts": when + dt.timedelta(seconds=i), "exit_code": rnd.choice([None, 0, 1]),
+                "timed_out": rnd.choice([True, False]), "duration_s": rnd.random(), "text": "x" * i,
+                "not_a_column": object(),
+            }  # fmt: skip
+            for key in rnd.sample(sorted(row), rnd.randrange(3)):  # some keys left out
+                del row[key]
+            rows.append(row)
+        assert rows_table(rows, schema).equals(pa.Table.from_pylist(rows, schema=schema))
+    for bad in ({"seq": "seven"}, {"exit_code": 2**40}, {"ts": "yesterday"}):
+        with pytest.raises((pa.ArrowException, OverflowError, TypeError, ValueError)):
+            pa.Table.from_pylist([bad], schema=schema)
+        with pytest.raises((pa.ArrowException, OverflowError, TypeError, ValueError)):
+            rows_table([bad], schema)
