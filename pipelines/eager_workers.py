@@ -186,12 +186,15 @@ class WorkerPool:
         self.shipped = 0
         """Elements the workers have run (the rest of every map ran in the driving process)."""
         self._gave_up = False
+        self._closed = False
         self.lost = 0
         """Workers that died (after ``_GIVE_UP`` none is started again: the driving process does it all)."""
 
     def workers(self) -> list[_Worker]:
         """The live workers, started (or restarted) up to ``size``."""
         with self._lock:
+            if self._closed:  # (replaced by a pool of another size while a map ran: it runs here)
+                return []
             alive = [w for w in self._workers if w.alive()]
             self.lost += len(self._workers) - len(alive)
             self._workers = alive
@@ -269,10 +272,12 @@ class WorkerPool:
                     return
 
         threads = [threading.Thread(target=drive, args=(w,), daemon=True) for w in workers]
+        started: list[threading.Thread] = []
         _quick_switches(True)
-        for t in threads:
-            t.start()
         try:
+            for t in threads:
+                t.start()
+                started.append(t)
             while (share or not threads) and (b := take()) is not None:
                 for i in b:
                     results[i] = local(elements[i])
@@ -280,9 +285,9 @@ class WorkerPool:
             with lock:
                 errors.append(exc)
         finally:
-            for t in threads:
+            for t in started:
                 t.join()
-            _quick_switches(False)
+            _quick_switches(False)  # (restored whatever failed, a thread that did not start too)
         if errors:
             raise errors[0]
         for b in [*orphans, *pending]:  # (lost workers' bundles; with no worker left, the rest)
@@ -296,6 +301,7 @@ class WorkerPool:
     def close(self) -> None:
         """End the workers (they finish the element they hold)."""
         with self._lock:
+            self._closed = True
             for w in self._workers:
                 w.close()
             self._workers = []

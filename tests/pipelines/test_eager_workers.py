@@ -278,3 +278,12 @@ def test_a_worker_survives_what_it_cannot_load_ctrl_c_and_exceptions_that_do_not
         assert counters == {"test.seen": 10, "test.odd": 5}
     finally:
         pool.close()
+
+
+def test_a_closed_pool_starts_no_worker_and_its_elements_run_here() -> None:
+    pool = WorkerPool(1)
+    pool.close()
+    assert pool.workers() == []
+    pickled = beam.internal.pickler.dumps((_Where(), (), {}))  # type: ignore[attr-defined]
+    results, counters = pool.map(pickled, [1, 2], "t", lambda x: [x], share=False)
+    assert results == [[1], [2]] and counters == {} and pool.workers() == []
