@@ -447,46 +447,35 @@ def main(argv: list[str] | None = None) -> int:
         broker.start()
         console.print(f"producing {args.events:,} events ...")
         n = produce(broker.bootstrap, tmp / "home", args.events, TOPICS[0])
-        console.print("trajlake (Beam pipeline) ...")
-        t0 = time.perf_counter()
-        batches = run_once(
-            PipelineConfig(
-                bootstrap=broker.bootstrap,
-                lake_root=str(tmp / "lake-a"),
-                worker_log=str(tmp / "workers.log"),
-                executor=args.executor,
-                eager_workers=args.eager_workers,
+
+        def trajlake(lake: str) -> tuple[int, float, int]:
+            """One ``run_once`` into a fresh lake: its batches, seconds and ``events`` rows."""
+            t0 = time.perf_counter()
+            batches = run_once(
+                PipelineConfig(
+                    bootstrap=broker.bootstrap,
+                    lake_root=str(tmp / lake),
+                    worker_log=str(tmp / "workers.log"),
+                    executor=args.executor,
+                    eager_workers=args.eager_workers,
+                )
             )
-        )
-        ta = time.perf_counter() - t0
-        rows_a = Lake(tmp / "lake-a").read("events").num_rows
+            seconds = time.perf_counter() - t0
+            return len(batches), seconds, Lake(tmp / lake).read("events").num_rows
+
+        console.print("trajlake (Beam pipeline) ...")
+        n_batches, ta, rows_a = trajlake("lake-a")
         # The same run again in this process, into a lake of its own: modules imported and the
         # worker processes started, as spark_warm's session is (like for like with it).
         console.print("trajlake again, warm (a fresh lake, the same process) ...")
-        t0 = time.perf_counter()
-        warm_batches = run_once(
-            PipelineConfig(
-                bootstrap=broker.bootstrap,
-                lake_root=str(tmp / "lake-warm"),
-                worker_log=str(tmp / "workers.log"),
-                executor=args.executor,
-                eager_workers=args.eager_workers,
-            )
-        )
-        tw = time.perf_counter() - t0
-        rows_w = Lake(tmp / "lake-warm").read("events").num_rows
+        warm_batches, tw, rows_w = trajlake("lake-warm")
         console.print("plain (Python + deltalake baseline) ...")
         nb, tb = baseline(broker.bootstrap, tmp / "lake-b")
         rows_b = Lake(tmp / "lake-b").read("events").num_rows
         rows: dict[str, dict[str, Any]] = {
-            "trajlake": {"seconds": ta, "events": n, "events_per_s": n / ta, "batches": len(batches)},
+            "trajlake": {"seconds": ta, "events": n, "events_per_s": n / ta, "batches": n_batches},
             "plain": {"seconds": tb, "events": nb, "events_per_s": nb / tb},
-            "trajlake_warm": {
-                "seconds": tw,
-                "events": n,
-                "events_per_s": n / tw,
-                "batches": len(warm_batches),
-            },  # fmt: skip
+            "trajlake_warm": {"seconds": tw, "events": n, "events_per_s": n / tw, "batches": warm_batches},
         }
         if rows_w != n:
             ok = False
@@ -576,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
                 # the keys of earlier versions of this bench
                 "pipeline_s": ta,
                 "pipeline_eps": n / ta,
-                "batches": len(batches),
+                "batches": n_batches,
                 "baseline_s": tb,
                 "baseline_eps": nb / tb,
                 "ratio": ratios["trajlake/plain"],

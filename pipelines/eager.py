@@ -178,23 +178,20 @@ class EagerPipeline:
             fn.setup()
             try:
                 fn.start_bundle()
+
+                def local(element: Any) -> list[Any]:
+                    got = process(element, *pardo.args, **pardo.kwargs)
+                    return list(_outputs(got, pardo.label)) if got is not None else []
+
                 if payload is not None:
                     assert self.workers is not None
-
-                    def local(element: Any) -> list[Any]:
-                        got = process(element, *pardo.args, **pardo.kwargs)
-                        return list(_outputs(got, pardo.label)) if got is not None else []
-
                     parts, counters = self.workers.map(payload, elements, pardo.label, local)
-                    for part in parts:
-                        out.extend(part)
                     for name, n in counters.items():
                         self.counters[name] = self.counters.get(name, 0) + n
                 else:
-                    for element in elements:
-                        got = process(element, *pardo.args, **pardo.kwargs)
-                        if got is not None:
-                            out.extend(_outputs(got, pardo.label))
+                    parts = [local(element) for element in elements]
+                for part in parts:
+                    out.extend(part)
                 finished = fn.finish_bundle()  # (Beam's contract: WindowedValues)
                 if finished is not None:
                     out.extend(getattr(w, "value", w) for w in finished)

@@ -298,6 +298,12 @@ class WorkerPool:
             raise RuntimeError(f"eager workers returned no outputs for {missed} elements of {label!r}")
         return results, counters  # type: ignore[return-value]
 
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """End the workers (they finish the element they hold)."""
         with self._lock:

@@ -75,6 +75,11 @@ def _exit_codes(pool: WorkerPool, within_s: float = 10.0) -> list[int]:
     return []
 
 
+def _step(fn: beam.DoFn) -> bytes:
+    """A step as the executor sends it to the workers."""
+    return beam.internal.pickler.dumps((fn, (), {}))  # type: ignore[attr-defined, no-any-return]
+
+
 def _run(pool: WorkerPool | None, fn: beam.DoFn, n: int) -> tuple[list[Any], dict[str, int]]:
     p = EagerPipeline(pool)
     out = p | beam.Create(range(n)) | beam.ParDo(fn)
@@ -99,7 +104,7 @@ def test_only_the_workers_run_elements_when_the_driver_does_not_share() -> None:
     pool = shared_pool(2)
     assert pool is not None
     results, counters = pool.map(
-        beam.internal.pickler.dumps((_Where(), (), {})),  # type: ignore[attr-defined]
+        _step(_Where()),
         list(range(30)),
         "test",
         local=lambda x: pytest.fail("the driving process ran an element"),  # type: ignore[arg-type]
@@ -111,9 +116,8 @@ def test_only_the_workers_run_elements_when_the_driver_does_not_share() -> None:
 
 
 def test_a_worker_that_dies_loses_no_element_and_is_replaced() -> None:
-    pool = WorkerPool(2)
-    try:
-        pickled = beam.internal.pickler.dumps((_Where(die_on=7), (), {}))  # type: ignore[attr-defined]
+    with WorkerPool(2) as pool:
+        pickled = _step(_Where(die_on=7))
         before = {w.proc.pid for w in pool.workers()}
         run_here = _Where()
         results, _ = pool.map(
@@ -130,27 +134,22 @@ def test_a_worker_that_dies_loses_no_element_and_is_replaced() -> None:
         spread, counters = _run(pool, _Where(die_on=7), 60)
         assert [o[:2] for o in spread] == [(x, x * x) for x in range(60)]
         assert counters == {"test.seen": 60, "test.odd": 30}
-    finally:
-        pool.close()
 
 
 def test_an_exception_in_a_worker_is_raised_by_the_driver() -> None:
-    pool = WorkerPool(1)
-    try:
-        pickled = beam.internal.pickler.dumps((_Where(raise_on=11), (), {}))  # type: ignore[attr-defined]
+    with WorkerPool(1) as pool:
+        pickled = _step(_Where(raise_on=11))
         with pytest.raises(ValueError, match="element 11 is bad"):
             pool.map(pickled, list(range(20)), "t", local=lambda x: [], share=False)
-        unpicklable = beam.internal.pickler.dumps((_RaisesUnpicklable(), (), {}))  # type: ignore[attr-defined]
+        unpicklable = _step(_RaisesUnpicklable())
         with pytest.raises(WorkerFailed, match="_Unpicklable: element 0"):
             pool.map(unpicklable, [0, 1], "t", local=lambda x: [], share=False)
         # the worker lives on
         ok, _ = pool.map(
-            beam.internal.pickler.dumps((_Where(), (), {})),  # type: ignore[attr-defined]
+            _step(_Where()),
             [3], "t", local=lambda x: [], share=False,
         )  # fmt: skip
         assert ok[0][0][:2] == (3, 9)
-    finally:
-        pool.close()
 
 
 class _DiesInWorkers(beam.DoFn):
@@ -166,9 +165,8 @@ class _DiesInWorkers(beam.DoFn):
 
 
 def test_a_pool_whose_workers_keep_dying_stops_starting_them() -> None:
-    pool = WorkerPool(2)
-    try:
-        pickled = beam.internal.pickler.dumps((_DiesInWorkers(), (), {}))  # type: ignore[attr-defined]
+    with WorkerPool(2) as pool:
+        pickled = _step(_DiesInWorkers())
         run_here = _DiesInWorkers()
         for _ in range(6):  # two workers lost a map: the pool gives up after eight
             results, _ = pool.map(
@@ -177,8 +175,6 @@ def test_a_pool_whose_workers_keep_dying_stops_starting_them() -> None:
             assert [r for rs in results for r in rs] == list(range(12))  # every element, in order
         assert pool.workers() == []
         assert pool.lost >= 8
-    finally:
-        pool.close()
 
 
 class _Chatty(beam.DoFn):
@@ -201,9 +197,8 @@ class _Chatty(beam.DoFn):
 def test_what_cannot_cross_runs_in_the_driving_process_and_prints_do_not_corrupt_replies(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    pool = WorkerPool(1)
-    try:
-        pickled = beam.internal.pickler.dumps((_Chatty(), (), {}))  # type: ignore[attr-defined]
+    with WorkerPool(1) as pool:
+        pickled = _step(_Chatty())
         here = _Chatty()
         lock = threading.Lock()  # an element that does not pickle: its bundle stays here
         elements: list[Any] = ["a", "b", lock, "lock", "c"]  # "lock": an output that does not pickle
@@ -213,8 +208,6 @@ def test_what_cannot_cross_runs_in_the_driving_process_and_prints_do_not_corrupt
         assert pool.workers() and pool.lost == 0  # the worker stays
         again, _ = pool.map(pickled, ["x", "y"], "t", lambda x: pytest.fail("ran here"), share=False)
         assert again == [["x"], ["y"]]
-    finally:
-        pool.close()
 
 
 def _load_in(pid: int) -> str:
@@ -255,10 +248,9 @@ class _SetsUpAClient(_Where):
 
 
 def test_a_worker_survives_what_it_cannot_load_ctrl_c_and_exceptions_that_do_not_rebuild() -> None:
-    pool = WorkerPool(1)
-    try:
+    with WorkerPool(1) as pool:
         (worker,) = pool.workers()
-        pickled = beam.internal.pickler.dumps((_Where(), (), {}))  # type: ignore[attr-defined]
+        pickled = _step(_Where())
         # an element that does not load in the worker: its bundle runs here, the worker stays
         results, _ = pool.map(pickled, [_LoadsOnlyHere()], "t", lambda x: ["here"], share=False)
         assert results == [["here"]]
@@ -268,7 +260,7 @@ def test_a_worker_survives_what_it_cannot_load_ctrl_c_and_exceptions_that_do_not
         results, _ = pool.map(pickled, [2, 3], "t", lambda x: pytest.fail("ran here"), share=False)
         assert [r[0][:2] for r in results] == [(2, 4), (3, 9)]
         # an exception that pickles but is not rebuilt by loading: its text crosses
-        two = beam.internal.pickler.dumps((_RaisesTwoArguments(), (), {}))  # type: ignore[attr-defined]
+        two = _step(_RaisesTwoArguments())
         with pytest.raises(WorkerFailed, match="_TwoArguments: element 0: bad"):
             pool.map(two, [0], "t", lambda x: [], share=False)
         assert pool.workers() == [worker] and worker.alive() and pool.lost == 0
@@ -276,14 +268,12 @@ def test_a_worker_survives_what_it_cannot_load_ctrl_c_and_exceptions_that_do_not
         spread, counters = _run(pool, _SetsUpAClient(), 10)
         assert [o[:2] for o in spread] == [(x, x * x) for x in range(10)]
         assert counters == {"test.seen": 10, "test.odd": 5}
-    finally:
-        pool.close()
 
 
 def test_a_closed_pool_starts_no_worker_and_its_elements_run_here() -> None:
     pool = WorkerPool(1)
     pool.close()
     assert pool.workers() == []
-    pickled = beam.internal.pickler.dumps((_Where(), (), {}))  # type: ignore[attr-defined]
+    pickled = _step(_Where())
     results, counters = pool.map(pickled, [1, 2], "t", lambda x: [x], share=False)
     assert results == [[1], [2]] and counters == {} and pool.workers() == []
