@@ -301,6 +301,102 @@ def clusters(failures: pa.Table, *, min_size: int = 1, examples: int = 5) -> lis
     return sorted(out, key=lambda c: (-c.count, c.signature))
 
 
+@dataclass(frozen=True)
+class FailureCluster:
+    """Failures of one task family, category and normalised signature: a candidate failure case."""
+
+    cluster_id: str
+    """``fc-`` and 12 hex digits of a hash of (family, category, signature): the same failure keeps
+    its id as the lake grows and across judge versions, so a case can name it."""
+    family: str | None
+    category: str
+    signature: str
+    count: int
+    """Failed episodes."""
+    tasks: list[tuple[str | None, int]]
+    """Tasks involved, with their failure count, most failures first."""
+    trend: list[tuple[str | None, int]]
+    """Failures per policy version, versions in the order they first acted (their first episode)."""
+    examples: list[str]
+    """The newest episodes of the cluster (by start, then id)."""
+    message: str | None
+    """The newest example's attribution message."""
+    first_seen: dt.datetime | None
+    last_seen: dt.datetime | None
+
+
+def cluster_id(family: str | None, category: str, signature: str) -> str:
+    """The id of the failure cluster of (family, category, signature): see :class:`FailureCluster`."""
+    import hashlib
+
+    key = "\x1f".join((family or "", category, signature)).encode()
+    return "fc-" + hashlib.sha256(key).hexdigest()[:12]
+
+
+def failure_clusters(
+    failures: pa.Table, episodes: pa.Table, *, min_count: int = 1, examples: int = 5
+) -> list[FailureCluster]:
+    """Failures grouped by (task family, category, signature), biggest first (then by id).
+
+    Args:
+        failures: failure rows of one judge version.
+        episodes: the ``episodes`` snapshot (task family, start time; policy versions' order).
+        min_count: smallest cluster returned.
+        examples: example episodes per cluster, newest first.
+    """
+    if failures.num_rows == 0:
+        return []
+    keys = ["task_family", "category", "signature"]
+    meta = episodes.select(["episode_id", "task_family", "started_at"])
+    cols = ["episode_id", "category", "signature", "task_id", "policy_version", "message"]
+    rows = failures.select(cols).join(meta, keys="episode_id", join_type="left outer")
+    # newest first, grouped without threads so that each group's lists keep that order
+    rows = rows.sort_by([("started_at", "descending"), ("episode_id", "descending")])
+    grouped = rows.group_by(keys, use_threads=False).aggregate(
+        [("episode_id", "count"), ("episode_id", "list"), ("message", "first"),
+         ("started_at", "min"), ("started_at", "max")]
+    )  # fmt: skip
+    grouped = grouped.filter(pc.greater_equal(grouped["episode_id_count"], min_count))
+    if grouped.num_rows == 0:
+        return []
+
+    def per(column: str) -> dict[tuple[Any, ...], list[tuple[Any, int]]]:
+        out: dict[tuple[Any, ...], list[tuple[Any, int]]] = {}
+        for r in rows.group_by([*keys, column]).aggregate([("episode_id", "count")]).to_pylist():
+            out.setdefault(tuple(r[k] for k in keys), []).append((r[column], r["episode_id_count"]))
+        return out
+
+    tasks, versions = per("task_id"), per("policy_version")
+    # a policy version's place: when its first episode started (the episodes table knows them all)
+    firsts = episodes.group_by("policy_version").aggregate([("started_at", "min")]).to_pylist()
+    order = {r["policy_version"]: r["started_at_min"] for r in firsts}
+    never = dt.datetime.max.replace(tzinfo=dt.UTC)
+
+    def when(version: Any) -> tuple[dt.datetime, str]:
+        return (order.get(version) or never, version or "")
+
+    out = []
+    for r, ids in zip(grouped.to_pylist(), pc.list_slice(grouped["episode_id_list"], 0, examples).to_pylist(),
+                      strict=True):  # fmt: skip
+        key = tuple(r[k] for k in keys)
+        out.append(
+            FailureCluster(
+                cluster_id=cluster_id(key[0], key[1], key[2]),
+                family=key[0],
+                category=key[1],
+                signature=key[2],
+                count=r["episode_id_count"],
+                tasks=sorted(tasks[key], key=lambda tc: (-tc[1], tc[0] is None, tc[0] or "")),
+                trend=sorted(versions[key], key=lambda vc: when(vc[0])),
+                examples=list(ids),
+                message=r["message_first"],
+                first_seen=r["started_at_min"],
+                last_seen=r["started_at_max"],
+            )
+        )
+    return sorted(out, key=lambda c: (-c.count, c.cluster_id))
+
+
 # ------------------------------------------------------------------ re-judge diff
 
 

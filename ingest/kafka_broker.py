@@ -38,6 +38,7 @@ DEFAULT_TOPICS: dict[str, int] = {
     "trajlake.judgements": 8,
     "trajlake.learner": 1,
     "trajlake.tasks": 1,
+    "trajlake.curation": 1,
 }
 MIN_JAVA = 17
 
@@ -66,6 +67,35 @@ def port_in_use(host: str, port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
         return True
     return False
+
+
+def require_topic(bootstrap: str, topic: str) -> None:
+    """Fail, with the fix, when ``topic`` does not exist (the brokers create none on first use).
+
+    A home whose broker was started before a release that added a topic lacks it until the
+    topics are created again.
+
+    Raises:
+        SinkUnavailableError: Kafka cannot be reached, or the topic does not exist.
+    """
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
+
+    require_broker(bootstrap)
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+        try:
+            known = consumer.topics()
+        finally:
+            consumer.close()
+    except KafkaError as exc:
+        raise SinkUnavailableError(f"could not list the topics at {bootstrap}: {exc}") from exc
+    if topic not in known:
+        raise SinkUnavailableError(
+            f"the topic {topic} does not exist at {bootstrap} (a broker started before it was added); "
+            "`trajlake topics --replication 1` creates the missing topics on a running broker "
+            "(`--replication 3` on a cluster)"
+        )
 
 
 def require_broker(bootstrap: str, *, timeout_s: float = 2.0) -> None:

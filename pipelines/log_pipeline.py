@@ -60,8 +60,12 @@ from schemas.control import CONTROL_TABLES
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOPICS = ("trajlake.episodes", "trajlake.judgements", "trajlake.learner", "trajlake.tasks")
-DEFAULT_CONTROL_TOPICS = {"checkpoint": "trajlake.learner", "task": "trajlake.tasks"}
+DEFAULT_TOPICS = (
+    "trajlake.episodes", "trajlake.judgements", "trajlake.learner", "trajlake.tasks", "trajlake.curation",
+)  # fmt: skip
+DEFAULT_CONTROL_TOPICS = {
+    "checkpoint": "trajlake.learner", "task": "trajlake.tasks", "case": "trajlake.curation",
+}  # fmt: skip
 
 
 @dataclass

@@ -1,9 +1,10 @@
-"""Control streams: the log's record of what is not an episode (checkpoints, task admissions).
+"""Control streams: the log's record of what is not an episode (checkpoints, task admissions, curation).
 
 A control stream is a sequence of ``annotation`` events whose ``episode_id``
 names the row they describe: ``checkpoint:<checkpoint_id>`` on the learner's
-topic, ``task:<task_id>@<version>`` on the tasks topic. The annotation's value
-is the whole row of the ``checkpoints`` or ``tasks`` table (timestamps as ISO
+topic, ``task:<task_id>@<version>`` on the tasks topic, ``case:<case_id>`` (a
+failure case) on the curation topic. The annotation's value is the whole row of
+the ``checkpoints``, ``tasks`` or ``failure_cases`` table (timestamps as ISO
 8601 strings), so those tables are projections of the log like every other:
 the pipeline folds each stream into its row (the latest event wins), and a
 replay rebuilds them.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,10 +65,20 @@ TASK = ControlStream(
     author="admission",
     stream_of=lambda row: f"task:{row['task_id']}@{row['version']}",
 )
-STREAMS: dict[str, ControlStream] = {s.kind: s for s in (CHECKPOINT, TASK)}
+CASE = ControlStream(
+    kind="case",
+    table="failure_cases",
+    key="failure_case",
+    author="curator",
+    stream_of=lambda row: f"case:{row['case_id']}",
+)
+STREAMS: dict[str, ControlStream] = {s.kind: s for s in (CHECKPOINT, TASK, CASE)}
 """Control streams by kind."""
 CONTROL_TABLES = tuple(s.table for s in STREAMS.values())
 """The tables folded from control streams."""
+
+CASE_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
+"""What a failure case's name may be: it is the case's id, its stream's, and a task's lineage tag."""
 
 
 def stream_kind(episode_id: str) -> ControlStream | None:
@@ -166,7 +178,7 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
     stream = stream_kind(event.episode_id)
     if stream is None:
         raise SchemaError(
-            f"{event.episode_id!r} is not a control stream (checkpoint:... or task:...)",
+            f"{event.episode_id!r} is not a control stream (checkpoint:..., task:... or case:...)",
             [("episode_id", "not a control stream")],
         )
     where = f"control stream {event.episode_id[:120]!r}"
@@ -204,6 +216,8 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
     for key in PRIMARY_KEYS[stream.table]:
         if row.get(key) == "":
             errors.append((f"payload.value.{key}", "must not be empty"))
+    if stream is CASE and not CASE_ID.fullmatch(str(row.get("case_id") or "")):
+        errors.append(("payload.value.case_id", f"must match {CASE_ID.pattern} (a case's name)"))
     if stream is TASK and "@" in str(row.get("task_id") or ""):
         errors.append(
             ("payload.value.task_id", "must not contain '@' (it separates the id from the version)")

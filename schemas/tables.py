@@ -197,6 +197,34 @@ Folded from the episode's own events (``episode_started`` and ``model_call``), s
 never rewrites it; the learner joins it with ``episodes`` and ``rewards`` at one snapshot.
 """
 
+FAILURE_CASES = pa.schema(
+    [
+        pa.field("case_id", pa.string(), nullable=False),  # the case's name, as given to `failures curate`
+        pa.field("cluster_id", pa.string(), nullable=False),  # what `failures cases` named its cluster
+        pa.field("family", pa.string()),
+        pa.field("category", pa.string(), nullable=False),
+        pa.field("signature", pa.string(), nullable=False),
+        pa.field("judge_name", pa.string(), nullable=False),  # the judge version whose failures it groups
+        pa.field("judge_version", pa.string(), nullable=False),
+        pa.field("count", pa.int64(), nullable=False),  # its failed episodes when curated
+        pa.field("episode_ids", pa.list_(pa.string()), nullable=False),  # its episodes, newest first (capped)
+        pa.field("task_ids", pa.list_(pa.string()), nullable=False),
+        pa.field("policy_versions", pa.list_(pa.string()), nullable=False),
+        pa.field("example_episode_id", pa.string(), nullable=False),  # the newest episode of the case
+        pa.field("failing_seq", pa.int64()),  # its failing step
+        pa.field("failing_observation", pa.string()),  # that step's observation (a tool's output), its head
+        pa.field("message", pa.string()),  # the attribution's message for that episode
+        pa.field("notes", pa.string()),
+        pa.field("curated_by", pa.string(), nullable=False),
+        pa.field("curated_at", TS, nullable=False),
+    ]
+)
+"""The failure-case library: recurring failures a person saved (``trajlake failures curate``).
+
+Folded from the ``case:<case_id>`` control stream (the latest curation of a name wins), so a
+replay rebuilds it; tasks drafted from a case name it in their lineage.
+"""
+
 TABLES: dict[str, pa.Schema] = {
     "events": EVENTS,
     "quarantine": QUARANTINE,
@@ -207,6 +235,7 @@ TABLES: dict[str, pa.Schema] = {
     "tasks": TASKS,
     "checkpoints": CHECKPOINTS,
     "samples": SAMPLES,
+    "failure_cases": FAILURE_CASES,
 }
 """Arrow schema by table name."""
 
@@ -220,6 +249,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "tasks": ("task_id", "version"),
     "checkpoints": ("checkpoint_id",),
     "samples": ("episode_id", "sequence"),
+    "failure_cases": ("case_id",),
 }
 """The key each table is merged by."""
 

@@ -59,12 +59,12 @@ def topic(kafka: EmbeddedKafka, request: pytest.FixtureRequest) -> str:
 def topics_env(kafka: EmbeddedKafka, request: pytest.FixtureRequest) -> dict[str, str]:
     """Environment for a ``trajlake`` command on the session broker with topics of its own.
 
-    Every topic the settings name (episodes, judgements, learner, tasks) is fresh, so a
+    Every topic the settings name (episodes, judgements, learner, tasks, curation) is fresh, so a
     command that folds the log folds only what this test produced.
     """
     base = "t." + request.node.name.replace("[", ".").replace("]", "")[:120] + f".{os.getpid()}"
-    names = {kind: f"{base}.{kind}" for kind in ("episodes", "judgements", "learner", "tasks")}
-    parts = {"episodes": 4, "judgements": 4, "learner": 1, "tasks": 1}
+    names = {kind: f"{base}.{kind}" for kind in ("episodes", "judgements", "learner", "tasks", "curation")}
+    parts = {"episodes": 4, "judgements": 4, "learner": 1, "tasks": 1, "curation": 1}
     EmbeddedKafka(kafka.home, kafka.bootstrap, topics={n: parts[k] for k, n in names.items()}).ensure_topics()
     return {
         "TRAJLAKE_KAFKA_BOOTSTRAP": kafka.bootstrap,

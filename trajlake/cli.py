@@ -24,6 +24,7 @@ from rich.table import Table
 
 from trajlake import __version__, loop_cli, rejudge_cli
 from trajlake.api_cli import api_app
+from trajlake.failures_cli import failures_app
 from trajlake.judges_cli import judges_app, tasks_app
 from trajlake.options import DeltaVersion, LakeOpt, Runner, RunnerOpt, SchedulerOpt, TrajectoryFormat, Workers
 from trajlake.sandbox_cli import sandbox_app
@@ -53,6 +54,7 @@ app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(judges_app, name="judges")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(api_app, name="api")
+app.add_typer(failures_app, name="failures")
 app.command("rollout")(loop_cli.rollout)
 app.command("train")(loop_cli.train)
 app.command("lineage")(loop_cli.lineage)
@@ -497,6 +499,8 @@ def _pipeline_config(
 
 
 def _batch_printer(progress: Any = None, task: Any = None) -> Any:
+    from schemas.control import CONTROL_TABLES
+
     def show(res: Any) -> None:
         c = res.counters
         if not c:  # Beam's DaskRunner reports no metrics
@@ -512,9 +516,7 @@ def _batch_printer(progress: Any = None, task: Any = None) -> Any:
             f"events +{c.get('WriteDelta.events', 0)}, quarantine +{c.get('WriteDelta.quarantine', 0)}, "
             f"episodes {c.get('WriteDelta.episodes', 0)}, steps {c.get('WriteDelta.steps', 0)}, "
             f"rewards {c.get('WriteDelta.rewards', 0)}, failures {c.get('WriteDelta.failures', 0)}"
-            + "".join(
-                f", {t} {c[f'WriteDelta.{t}']}" for t in ("tasks", "checkpoints") if c.get(f"WriteDelta.{t}")
-            )
+            + "".join(f", {t} {c[f'WriteDelta.{t}']}" for t in CONTROL_TABLES if c.get(f"WriteDelta.{t}"))
         )
         if progress is not None:
             progress.console.print(line)

@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     """Topic of learner events (a checkpoint and its lineage: the ``checkpoints`` table)."""
     topic_tasks: str = "trajlake.tasks"
     """Topic of task admission results (the ``tasks`` table)."""
+    topic_curation: str = "trajlake.curation"
+    """Topic of what people curate: failure cases (the ``failure_cases`` table)."""
     topic_partitions: int = Field(default=8, ge=1)
     """Partitions of each topic the embedded broker creates."""
     kafka_heap: str = "512m"
@@ -152,6 +154,7 @@ class Settings(BaseSettings):
             self.topic_judgements: self.topic_partitions,
             self.topic_learner: 1,
             self.topic_tasks: 1,
+            self.topic_curation: 1,
         }
 
     def pipeline_config(
@@ -172,8 +175,18 @@ class Settings(BaseSettings):
             bootstrap=self.kafka_bootstrap,
             lake_root=root,
             lake_options=self.storage_options(root),
-            topics=(self.topic_episodes, self.topic_judgements, self.topic_learner, self.topic_tasks),
-            control_topics={"checkpoint": self.topic_learner, "task": self.topic_tasks},
+            topics=(
+                self.topic_episodes,
+                self.topic_judgements,
+                self.topic_learner,
+                self.topic_tasks,
+                self.topic_curation,
+            ),  # fmt: skip
+            control_topics={
+                "checkpoint": self.topic_learner,
+                "task": self.topic_tasks,
+                "case": self.topic_curation,
+            },  # fmt: skip
             num_workers=workers,
             max_batch_per_partition=max_batch,
             beam_args=list(beam_args or []),

@@ -48,7 +48,7 @@ def test_a_lake_with_no_data_answers_empty_results(tmp_path: Path, tables: str) 
             if tables == "created" and "versions" in expected:
                 expected = {**expected, "versions": {k: 0 for k in expected["versions"]}}
             assert {k: body[k] for k in expected} == expected, path
-        n = 0 if tables == "none" else 9
+        n = 0 if tables == "none" else len(TABLES)
         assert c.get("/health").json() == {"status": "ok", "tables": n, "damaged": [], "fix": None}
         assert c.get("/episodes/x").status_code == 404
         assert c.get("/judges/tests/diff").status_code == 404
@@ -132,7 +132,7 @@ def test_serve_answers_health_and_the_page_over_http(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "the server did not come up"
                 time.sleep(0.2)
         assert health.status_code == 200
-        assert health.json() == {"status": "ok", "tables": 9, "damaged": [], "fix": None}
+        assert health.json() == {"status": "ok", "tables": 10, "damaged": [], "fix": None}
         page = httpx.get(f"{base}/", timeout=5)
         assert page.status_code == 200 and "<svg" in page.text and "failure analysis" in page.text
         assert httpx.get(f"{base}/tables", timeout=5).status_code == 401
@@ -148,6 +148,7 @@ def test_serve_answers_health_and_the_page_over_http(tmp_path: Path) -> None:
             "samples",
             "tasks",
             "checkpoints",
+            "failure_cases",
         }
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)

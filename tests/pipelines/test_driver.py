@@ -69,8 +69,9 @@ def test_a_lake_of_another_log_is_refused_not_silently_skipped(fresh_broker: Emb
     r = OffsetRange("trajlake.episodes", 0, 0, 500)
     import pyarrow as pa
 
-    for name in ("events", "quarantine", "episodes", "steps", "rewards", "failures", "samples", "tasks",
-                 "checkpoints"):  # fmt: skip
+    from lake.store import PIPELINE_TABLES
+
+    for name in PIPELINE_TABLES:
         lake.write(name, pa.Table.from_pylist([], TABLES[name]), mode="upsert",
                    txns={app_id(cfg.name, r.topic, r.partition): r.last})  # fmt: skip
     with pytest.raises(PipelineError, match="built from another log"):

@@ -16,6 +16,7 @@ def test_every_design_table_has_an_arrow_schema() -> None:
         "samples",
         "tasks",
         "checkpoints",
+        "failure_cases",  # the improvement loop's curated cases (a control stream)
     }
 
 

@@ -60,9 +60,11 @@ def test_up_status_down_and_data_survives(tmp_path: Path) -> None:
             "trajlake.judgements",
             "trajlake.learner",
             "trajlake.tasks",
+            "trajlake.curation",
         }
         assert len(st["topics"]["trajlake.episodes"]) == len(st["topics"]["trajlake.judgements"]) == 8
         assert len(st["topics"]["trajlake.learner"]) == len(st["topics"]["trajlake.tasks"]) == 1
+        assert len(st["topics"]["trajlake.curation"]) == 1
         again = run(home, port, "up")  # harmless when running
         assert "already running" in again.stderr
         # Record through the CLI's importer, then bounce the broker.
