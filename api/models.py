@@ -249,6 +249,43 @@ class ClusterPublic(ClusterBase):
     signature: str
 
 
+class VersionCountPublic(PublicModel):
+    """Failures of one policy version."""
+
+    policy_version: str | None
+    count: int
+
+
+class FailureCasePublic(PublicModel):
+    """Failures of one task family, category and signature: a candidate for the failure-case library."""
+
+    cluster_id: str = Field(description="`fc-` and 12 hex digits of a hash of (family, category, signature).")
+    family: str | None
+    category: str
+    signature: str
+    count: int
+    share: float = Field(description="count / total failures of the judge version.")
+    tasks: list[TaskCountPublic]
+    trend: list[VersionCountPublic] = Field(
+        description="Failures per policy version, in the order they acted."
+    )
+    example_episode_ids: list[str] = Field(description="The newest episodes of the cluster.")
+    example_message: str | None
+    first_seen: dt.datetime | None
+    last_seen: dt.datetime | None
+    cases: list[str] = Field(description="Names of the curated cases saved from this cluster.")
+
+
+class FailureCasesPublic(LakeAnswer):
+    """Failure clusters by (task family, category, signature) of one judge version, biggest first."""
+
+    judge: str | None
+    judge_version: str | None
+    total_failures: int
+    total_clusters: int = Field(description="Clusters of at least `min_size` failures (all pages).")
+    clusters: list[FailureCasePublic]
+
+
 class ClustersPublic(LakeAnswer):
     """Failure clusters of one judge version, biggest first."""
 

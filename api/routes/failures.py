@@ -6,7 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.analysis import BreakdownKey, breakdown, choose_judge, clusters, judge_versions, judged_by
+from api import analysis
+from api.analysis import (
+    BreakdownKey,
+    breakdown,
+    choose_judge,
+    clusters,
+    judge_versions,
+    judged_by,
+)
 from api.deps import (
     EpisodesVersion,
     FailuresVersion,
@@ -23,7 +31,10 @@ from api.models import (
     BreakdownPublic,
     ClusterPublic,
     ClustersPublic,
+    FailureCasePublic,
+    FailureCasesPublic,
     TaskCountPublic,
+    VersionCountPublic,
 )
 
 router = APIRouter(prefix="/failures", tags=["failures"])
@@ -134,6 +145,66 @@ def failure_clusters(
                 tasks=[TaskCountPublic(task_id=t, count=n) for t, n in c.tasks],
                 example_episode_ids=c.example_episode_ids,
                 example_message=c.example_message,
+            )
+            for c in found[offset : offset + limit]
+        ],
+    )
+
+
+@router.get("/cases")
+def failure_cases(
+    reader: ReaderDep,
+    judge: JudgeName = None,
+    judge_version: JudgeVersion = None,
+    min_size: Annotated[int, Query(ge=1, description="Smallest cluster returned.")] = 1,
+    examples: Annotated[int, Query(ge=1, le=50, description="Example episode ids per cluster.")] = 5,
+    limit: Limit = 100,
+    offset: Offset = 0,
+    version: FailuresVersion = None,
+    rewards_version: RewardsVersion = None,
+    episodes_version: EpisodesVersion = None,
+) -> FailureCasesPublic:
+    """One judge version's failures by (task family, category, signature): the failure-case library.
+
+    What ``trajlake failures cases`` prints: each cluster's stable id, count and share, tasks, the
+    trend over policy versions (in the order they first acted), its newest episodes, and the
+    curated cases saved from it (``failure_cases``). The judge and version default as in
+    ``/failures/breakdown``.
+    """
+    failures, rewards, name, jv = _judged_failures(reader, judge, judge_version, version, rewards_version)
+    episodes = reader.snapshot("episodes", episodes_version)
+    saved = reader.snapshot("failure_cases")
+    rows = reader.derived(failures, ("judged", name, jv), lambda t: judged_by(t, name, jv))
+    found = reader.derived(
+        failures,
+        ("cases", name, jv, min_size, examples, episodes.version),
+        lambda _: analysis.failure_clusters(rows, episodes.table, min_count=min_size, examples=examples),
+    )
+    curated: dict[str, list[str]] = {}
+    for r in saved.table.select(["case_id", "cluster_id"]).to_pylist():
+        curated.setdefault(r["cluster_id"], []).append(r["case_id"])
+    total = rows.num_rows
+    return FailureCasesPublic(
+        versions=versions_of(failures, rewards, episodes, saved),
+        judge=name,
+        judge_version=jv,
+        total_failures=total,
+        total_clusters=len(found),
+        clusters=[
+            FailureCasePublic(
+                cluster_id=c.cluster_id,
+                family=c.family,
+                category=c.category,
+                signature=c.signature,
+                count=c.count,
+                share=c.count / total,
+                tasks=[TaskCountPublic(task_id=t, count=n) for t, n in c.tasks],
+                trend=[VersionCountPublic(policy_version=v, count=n) for v, n in c.trend],
+                example_episode_ids=c.examples,
+                example_message=c.message,
+                first_seen=c.first_seen,
+                last_seen=c.last_seen,
+                cases=sorted(curated.get(c.cluster_id, [])),
             )
             for c in found[offset : offset + limit]
         ],

@@ -383,3 +383,37 @@ def test_repeat_requests_are_served_from_the_cache_until_a_table_changes(
         # The earlier version is still cached: time travel to it reads nothing.
         assert get(c, "/episodes", version=story_lake.after_batch2["episodes"], family="pyfix")["total"] == 7
         assert reader.stats.reads == 4
+
+
+def test_failure_cases_split_signatures_by_family_with_trend_and_newest_examples(
+    client: TestClient, story_lake: StoryLake
+) -> None:
+    from collections import Counter
+
+    from api.analysis import cluster_id
+
+    body = get(client, "/failures/cases", judge_version="v1")
+    by_signature = get(client, "/failures/clusters", judge_version="v1")
+    assert body["total_failures"] == by_signature["total_failures"] == 8
+    # a case cluster is a signature cluster of one task family: the counts add up per signature
+    per_signature: Counter[str] = Counter()
+    for c in body["clusters"]:
+        per_signature[c["signature"]] += c["count"]
+        assert c["cluster_id"] == cluster_id(c["family"], c["category"], c["signature"])
+        assert sum(v["count"] for v in c["trend"]) == c["count"] and c["cases"] == []
+    assert per_signature == {c["signature"]: c["count"] for c in by_signature["clusters"]}
+    top = body["clusters"][0]
+    assert top["signature"] == "test_failure: failed: test_add" and top["count"] == 3
+    assert names(story_lake, top["example_episode_ids"]) == ["e12", "e3", "e2"]  # newest first
+    # the trend, from the episodes table: each member's policy version, versions by their first episode
+    episodes = Lake(story_lake.root).read("episodes").to_pylist()
+    policy = {e["episode_id"]: e["policy_version"] for e in episodes}
+    first: dict[str, Any] = {}
+    for e in sorted(episodes, key=lambda e: e["started_at"]):
+        first.setdefault(e["policy_version"], e["started_at"])
+    counts = Counter(policy[i] for i in top["example_episode_ids"])
+    assert len(counts) == 2  # (the story spans two policy versions here)
+    assert [(v["policy_version"], v["count"]) for v in top["trend"]] == sorted(
+        counts.items(), key=lambda vc: first[vc[0]]
+    )
+    assert "failure_cases" in body["versions"]
