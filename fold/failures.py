@@ -76,16 +76,28 @@ def normalise_error(text: str, *, limit: int = 160) -> str:
     return out.strip()[:limit] or "<empty>"
 
 
-def _failed_tests(evidence: Any) -> list[str]:
-    """Names of failed tests in a judge's evidence (``{"tests": [{"name", "outcome"}]}``)."""
-    tests = evidence.get("tests") if isinstance(evidence, dict) else None
-    if not isinstance(tests, list):
+def _failed_tests(evidence: Any, depth: int = 0) -> list[str]:
+    """Names of the failed tests in a judge's evidence, sorted, each once.
+
+    A tests judge's evidence is ``{"tests": [{"name", "status"}]}`` (``outcome`` in older
+    events); a composite judge's nests each component's evidence under its name
+    (``{"correctness": {"tests": [...]}}``), read here in name order.
+    """
+    if not isinstance(evidence, dict):
         return []
-    out = []
-    for t in tests:
-        if isinstance(t, dict) and str(t.get("outcome", "")).lower() in ("failed", "error", "fail"):
-            out.append(str(t.get("name", "?")))
-    return out
+    tests = evidence.get("tests")
+    if isinstance(tests, list):
+        out = set()
+        for t in tests:
+            if not isinstance(t, dict):
+                continue
+            outcome = t.get("status", t.get("outcome", ""))
+            if str(outcome).lower() in ("failed", "error", "fail"):
+                out.add(str(t.get("name", "?")))
+        return sorted(out)
+    if depth >= 2:
+        return []
+    return [name for key in sorted(evidence, key=str) for name in _failed_tests(evidence[key], depth + 1)]
 
 
 def _last(state: EpisodeState, event_type: str, pred: Any = None) -> EventView | None:
@@ -139,7 +151,8 @@ def attribute(state: EpisodeState, reward: RewardRecord | None) -> tuple[str, in
     if reward is not None:
         failed = _failed_tests(reward.evidence)
         if failed:
-            return "test_failure", reward.seq, "failed: " + ", ".join(failed[:5])
+            more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+            return "test_failure", reward.seq, "failed: " + ", ".join(failed[:5]) + more
         if failing_tool is not None:
             return "test_failure", failing_tool.seq, _tool_text(failing_tool)
         return "test_failure", reward.seq, f"verdict {reward.verdict}, score {reward.score}"

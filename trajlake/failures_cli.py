@@ -7,6 +7,7 @@ control stream on the curation topic, folded into ``failure_cases`` (so a replay
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import getpass
 import json
@@ -144,14 +145,43 @@ def cases(
         )
 
 
-def _observation(lk: Lake, episode_id: str, failing_seq: int | None) -> str | None:
-    """The failing step's observation (its text), head and tail; the last tool result's without a step."""
+def _output_tails(evidence: Any, depth: int = 0) -> list[str]:
+    """The test output a judge kept in its evidence (``output_tail``; a composite's per component)."""
+    if not isinstance(evidence, dict) or depth > 2:
+        return []
+    own = evidence.get("output_tail")
+    out = [own] if isinstance(own, str) and own.strip() else []
+    for key in sorted(evidence, key=str):
+        if key != "output_tail":
+            out += _output_tails(evidence[key], depth + 1)
+    return out
+
+
+def _observation(lk: Lake, episode_id: str, failing_seq: int | None, judge: str, version: str) -> str | None:
+    """What the episode saw at its failing step, head and tail.
+
+    A tool's output at a failing tool step; at a failing judgement (failed tests) the test output
+    the judge kept, else the last tool output before it; without a failing step, the last tool output.
+    """
     steps = lk.read_episodes_rows("steps", [episode_id], columns=["seq", "type", "text"]).to_pylist()
-    if failing_seq is not None:
-        chosen = [s for s in steps if s["seq"] == failing_seq]
-    else:
-        chosen = sorted((s for s in steps if s["type"] == "tool_result"), key=lambda s: s["seq"])[-1:]
-    text = chosen[0]["text"] if chosen else None
+    at = [s for s in steps if s["seq"] == failing_seq]
+    outputs = sorted((s for s in steps if s["type"] == "tool_result"), key=lambda s: s["seq"])
+    before = [s for s in outputs if failing_seq is None or s["seq"] < failing_seq]
+    text = None
+    if at and at[0]["type"] == "reward":
+        rewards = lk.read_episodes_rows(
+            "rewards", [episode_id], columns=["judge_name", "judge_version", "evidence"]
+        )
+        for r in rewards.to_pylist():
+            if (r["judge_name"], r["judge_version"]) == (judge, version) and r["evidence"]:
+                with contextlib.suppress(ValueError):
+                    text = "\n".join(_output_tails(json.loads(r["evidence"]))) or None
+        if text is None and before:
+            text = before[-1]["text"]
+    elif at:
+        text = at[0]["text"]
+    elif before:
+        text = before[-1]["text"]
     if text is None or len(text) <= OBSERVATION_HEAD + OBSERVATION_TAIL:
         return text
     cut = len(text) - OBSERVATION_HEAD - OBSERVATION_TAIL
@@ -185,7 +215,7 @@ def case_row(
         "policy_versions": [v for v, _ in whole.trend if v is not None],
         "example_episode_id": newest,
         "failing_seq": failing_seq,
-        "failing_observation": _observation(lk, newest, failing_seq),
+        "failing_observation": _observation(lk, newest, failing_seq, judge, version),
         "message": mine[0]["message"] if mine else whole.message,
         "notes": notes,
         "curated_by": by,

@@ -177,6 +177,26 @@ def test_test_failure_evidence_names_the_failed_tests() -> None:
     assert row["category"] == "test_failure" and "test_b" in row["message"]
 
 
+def test_a_composite_judges_failed_tests_name_the_failure_in_any_run_order() -> None:
+    """The tests judge writes ``status``; a composite nests each component's evidence by name."""
+
+    def row_of(tests: list[dict[str, str]]) -> dict:  # type: ignore[type-arg]
+        evidence = {"correctness": {"tests": tests, "bridge": {"connected": True}}, "efficiency": {"score": 1}}
+        docs = [started(E), reward(E, 1, "fail", evidence=evidence), ended(E, 2, "failure")]
+        [row] = failure_rows(fold_episode(E, typed(*docs)))
+        return row
+
+    tests = [{"name": f"t::gen[{i}]", "status": "failed"} for i in range(7)]
+    tests += [{"name": "t::ok", "status": "passed"}, {"name": "t::boom", "status": "error"}]
+    a = row_of(tests)
+    assert a["category"] == "test_failure" and "t::boom" in a["message"] and "t::ok" not in a["message"]
+    assert a["message"].endswith("and 3 more")
+    b = row_of(list(reversed(tests)))  # another run order: the same failure
+    assert a["signature"] == b["signature"] != "test_failure: verdict fail, score <n>"
+    c = row_of([{"name": "t::gen[3]", "status": "failed"}])
+    assert c["signature"] != a["signature"]
+
+
 def test_no_failure_row_for_passing_or_unjudged_successes() -> None:
     assert failure_rows(fold_episode(E, typed(*full_episode("pass")))) == []
     assert failure_rows(fold_episode(E, typed(started(E), ended(E, 1, "success")))) == []

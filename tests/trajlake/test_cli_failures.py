@@ -167,3 +167,36 @@ def test_a_case_event_that_is_not_a_row_is_quarantined() -> None:
         control_event(CASE, {**row, "case_id": "Bad Name"}, "w")
     with pytest.raises(SchemaError, match="count"):
         control_event(CASE, {**row, "count": "many"}, "w")
+
+
+def test_a_failed_judgement_keeps_the_judges_test_output(
+    kafka: EmbeddedKafka, topics_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A composite judge's failed tests name the cluster, and the case keeps the test output it saw."""
+    home = tmp_path / "home"
+    port = int(kafka.bootstrap.rsplit(":", 1)[1])
+    tail = "FAILED tests_hidden/test_calc.py::test_add - AssertionError: assert 3 == 4\n1 failed, 2 passed"
+    evidence = {
+        "correctness": {
+            "tests": [{"name": "tests_hidden.test_calc::test_add", "status": "failed"},
+                      {"name": "tests_hidden.test_calc::test_sub", "status": "passed"}],
+            "output_tail": tail,
+        },
+        "efficiency": {"score": 1.0},
+    }  # fmt: skip
+    with EpisodeRecorder.open(bootstrap=kafka.bootstrap, home=home, worker_id="w",
+                              topic=topics_env["TRAJLAKE_TOPIC_EPISODES"]) as rec:  # fmt: skip
+        for _ in range(2):
+            with rec.episode(task={"id": "pyfix-001", "family": "pyfix"}, policy={"id": "p"}) as ep:
+                c = ep.tool_call("bash", {"command": "cat calc.py"})
+                ep.tool_result(c, exit_code=0, stdout="def add(a, b): return a - b")
+                ep.reward(
+                    judge_name="composite", judge_version="c1", score=0.5, verdict="fail", evidence=evidence
+                )
+        rec.flush()
+    run(home, port, "pipeline", "run", "--once", env=topics_env)
+    [c] = json.loads(run(home, port, "failures", "cases", "--json", env=topics_env).stdout)
+    assert c["count"] == 2 and c["signature"] == "test_failure: failed: tests_hidden.test_calc::test_add"
+    run(home, port, "failures", "curate", c["cluster_id"], "--name", "calc-add", env=topics_env)
+    [case] = Lake(home / "lake").read("failure_cases").to_pylist()
+    assert case["failing_observation"] == tail
