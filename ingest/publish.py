@@ -17,7 +17,7 @@ from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
 from schemas.codec import serialize_event
 from schemas.events import EventBase
 
-START_BROKER = "start the embedded one with `trajlake broker start` or set TRAJLAKE_KAFKA_BOOTSTRAP"
+START_BROKER = "start the embedded one with `trajlake up` or set TRAJLAKE_KAFKA_BOOTSTRAP"
 
 
 def publish_events(
