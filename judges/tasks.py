@@ -112,6 +112,17 @@ class TaskLimits(_Spec):
     time_limit_s: float = Field(default=600.0, gt=0)
 
 
+class TaskLineage(_Spec):
+    """Where a derived task came from (``trajlake tasks derive``)."""
+
+    case: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,79}$")
+    """The failure case it targets (``failure_cases.case_id``)."""
+    derived_from: str
+    """The source task, ``<id>@<version>``."""
+    episode: str | None = None
+    """The failing episode it was drafted from."""
+
+
 class TaskSpec(_Spec):
     """One task, validated."""
 
@@ -134,6 +145,8 @@ class TaskSpec(_Spec):
     limits: TaskLimits = Field(default_factory=TaskLimits)
     generated: GeneratedCheck | None = None
     """The task's generated check (``None``: its hidden tests are fixed examples only)."""
+    lineage: TaskLineage | None = None
+    """For a task drafted from a failure case: the case, the source task and the episode."""
 
     @field_validator("version", mode="before")
     @classmethod

@@ -170,15 +170,23 @@ def admit(
     ``tasks`` table right after (so a replay rebuilds it). Needs the broker.
     Exits 1 when any task is rejected; every reason is printed whole.
     """
-    from ingest.kafka_broker import require_broker
-    from judges.admission import admit_all, publish_admissions, rejection_reasons
     from judges.tasks import find_task_dirs
-    from lake import Lake
-    from pipelines import run_once
 
     dirs = find_task_dirs(paths)
     if not dirs:
         fail(f"no task.yaml under {', '.join(map(str, paths))}", ExitCode.USAGE)
+    _admit_dirs(dirs, backend, runs, workers, lake, as_json)
+
+
+def _admit_dirs(
+    dirs: list[Path], backend: Any, runs: int, workers: int, lake: Path | None, as_json: bool
+) -> None:
+    """Admit the tasks in ``dirs``, publish the results, fold them, print them; exit 1 on a rejection."""
+    from ingest.kafka_broker import require_broker
+    from judges.admission import admit_all, publish_admissions, rejection_reasons
+    from lake import Lake
+    from pipelines import run_once
+
     s = settings()
     pool = _pool(backend, workers, _images(dirs))
     require_broker(s.kafka_bootstrap)  # before minutes of admission, not after
@@ -234,6 +242,117 @@ def admit(
         for reason, n in rejection_reasons(results).most_common(10):
             err_console.print(f"[red]{n} task(s):[/red] {escape(reason)}", soft_wrap=True)
         raise typer.Exit(code=ExitCode.FAILED)
+
+
+@tasks_app.command("derive")
+def derive(
+    case: Annotated[str, typer.Argument(help="A failure case's name (`trajlake failures curate --name`).")],
+    tasks: Annotated[
+        list[Path], typer.Option("--tasks", exists=True, help="Where the case's tasks are (repeatable).")
+    ],
+    out: Annotated[Path, typer.Option("--out", file_okay=False, help="Where the drafts are written.")],
+    max_tasks: Annotated[int, typer.Option(min=1, help="Drafts at most (one per task of the case).")] = 5,
+    admit: Annotated[
+        bool, typer.Option(help="Run the drafts through admission (--no-admit: write only).")
+    ] = True,
+    backend: BackendOpt = None,
+    runs: Annotated[int, typer.Option(min=1, help="Times admission judges each reference.")] = 3,
+    workers: Annotated[int, typer.Option(min=1, help="Drafts admitted at once.")] = 2,
+    lake: LakeOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the admission rows as JSON.")] = False,
+) -> None:
+    """Draft tasks targeted at a failure case, then admit them: only admitted drafts join the pool.
+
+    One draft per task of the case (its newest failing episode): the task's family format, starting
+    from the state that episode left where the family allows it (files only, a patch reference, a
+    failure at the judgement, an archived final state), with a reference patch from there to the
+    fix, an instruction that says how the earlier attempt failed, the source's hidden tests and a
+    DRAFT.md for the person who edits them. Each draft's spec names the case in ``lineage``.
+    """
+    from ingest.blobs import BlobStore
+    from judges.derive import CaseFailure, derive_task
+    from judges.errors import WorkspaceUnjudgeable
+    from judges.final_state import read_archive
+    from judges.tasks import find_task_dirs, load_task
+    from trajlake.failures_cli import _observation
+    from trajlake.preflight import require_lake
+
+    s = settings()
+    lk = require_lake(lake or s.lake, ["failure_cases", "failures", "episodes", "events", "steps"])
+    rows = [r for r in lk.read("failure_cases").to_pylist() if r["case_id"] == case]
+    if not rows:
+        fail(f"no failure case {case!r}; `trajlake failures cases` lists clusters and `trajlake failures "
+             "curate CLUSTER --name NAME` saves one", ExitCode.USAGE)  # fmt: skip
+    row = rows[0]
+    sources: dict[str, Any] = {}
+    for d in find_task_dirs(tasks):
+        try:
+            t = load_task(d)
+        except TrajlakeError:
+            continue
+        sources[t.id] = t
+    eps = lk.read_episodes_rows(
+        "episodes", row["episode_ids"], columns=["episode_id", "task_id", "started_at"]
+    )
+    newest: dict[str, str] = {}
+    for e in sorted(
+        eps.to_pylist(), key=lambda e: (e["started_at"] is not None, e["started_at"], e["episode_id"])
+    ):
+        newest[e["task_id"]] = e["episode_id"]
+    wanted = [t for t in row["task_ids"] if t in newest][:max_tasks]
+    absent = [t for t in wanted if t not in sources]
+    if absent:
+        err_console.print(f"[yellow]not under --tasks, no draft:[/yellow] {escape(', '.join(absent))}")
+    wanted = [t for t in wanted if t in sources]
+    if not wanted:
+        fail(
+            f"none of case {case}'s tasks ({', '.join(row['task_ids'][:10])}) is under "
+            f"{', '.join(map(str, tasks))}; give --tasks the directory that holds them",
+            ExitCode.USAGE,
+        )
+    failures = lk.read_episodes_rows("failures", [newest[t] for t in wanted])
+    steps = lk.read_episodes_rows("steps", [newest[t] for t in wanted], columns=["episode_id", "seq", "type"])
+    kinds = {(r["episode_id"], r["seq"]): r["type"] for r in steps.to_pylist()}
+    events = lk.read_episodes_rows(
+        "events", [newest[t] for t in wanted], columns=["episode_id", "type", "payload"]
+    )
+    refs = {r["episode_id"]: json.loads(r["payload"]).get("final_state_ref")
+            for r in events.to_pylist() if r["type"] == "episode_ended"}  # fmt: skip
+    blobs = BlobStore(s.blobs)
+    drafts = []
+    for task_id in wanted:
+        episode = newest[task_id]
+        judged = (row["judge_name"], row["judge_version"])
+        mine = [
+            f for f in failures.to_pylist()
+            if f["episode_id"] == episode and (f["judge_name"], f["judge_version"]) == judged
+        ]  # fmt: skip
+        seq = mine[0]["failing_seq"] if mine else None
+        state = None
+        if refs.get(episode):
+            try:
+                state = read_archive(blobs.get(refs[episode]))
+            except (WorkspaceUnjudgeable, OSError, KeyError, TrajlakeError) as exc:
+                err_console.print(
+                    f"[yellow]{escape(episode)}: its final state does not load ({escape(str(exc))})"
+                )
+        failure = CaseFailure(
+            case=case, category=row["category"], signature=row["signature"],
+            message=mine[0]["message"] if mine else row["message"],
+            observation=_observation(lk, episode, seq, row["judge_name"], row["judge_version"]),
+            episode_id=episode, failed_at_judgement=kinds.get((episode, seq)) == "reward",
+        )  # fmt: skip
+        draft = derive_task(sources[task_id], failure, state, out)
+        drafts.append(draft)
+        start = (
+            "the episode's final state"
+            if draft.from_episode_state
+            else f"its own initial state ({draft.why_not})"
+        )
+        err_console.print(f"draft [bold]{escape(draft.task.id)}[/bold] from {escape(task_id)}, starting from "
+                          f"{escape(start)}: {escape(str(draft.task.root))}")  # fmt: skip
+    if admit:
+        _admit_dirs([d.task.root for d in drafts], backend, runs, workers, lake, as_json)
 
 
 @tasks_app.command("list")
