@@ -259,8 +259,11 @@ class Task:
 
     @cached_property
     def spec_digest(self) -> str:
-        """sha256 of the validated spec (canonical JSON)."""
-        text = json.dumps(self.spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """sha256 of the validated spec (canonical JSON; without a ``lineage``, as before there was one)."""
+        dumped = self.spec.model_dump(mode="json")
+        if dumped.get("lineage") is None:
+            dumped.pop("lineage", None)
+        text = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
     @cached_property
