@@ -76,28 +76,37 @@ def normalise_error(text: str, *, limit: int = 160) -> str:
     return out.strip()[:limit] or "<empty>"
 
 
-def _failed_tests(evidence: Any, depth: int = 0) -> list[str]:
+NAME_CHARS = 200
+"""A failed test's name as the signature takes it (its head): names are the judge's evidence, any length."""
+
+
+def _failed_tests(evidence: Any) -> list[str]:
     """Names of the failed tests in a judge's evidence, sorted, each once.
 
     A tests judge's evidence is ``{"tests": [{"name", "status"}]}`` (``outcome`` in older
     events); a composite judge's nests each component's evidence under its name
-    (``{"correctness": {"tests": [...]}}``), read here in name order.
+    (``{"correctness": {"tests": [...]}}``): every component's failures count, once.
     """
-    if not isinstance(evidence, dict):
-        return []
-    tests = evidence.get("tests")
-    if isinstance(tests, list):
-        out = set()
-        for t in tests:
-            if not isinstance(t, dict):
-                continue
-            outcome = t.get("status", t.get("outcome", ""))
-            if str(outcome).lower() in ("failed", "error", "fail"):
-                out.add(str(t.get("name", "?")))
-        return sorted(out)
-    if depth >= 2:
-        return []
-    return [name for key in sorted(evidence, key=str) for name in _failed_tests(evidence[key], depth + 1)]
+    out: set[str] = set()
+
+    def walk(node: Any, depth: int) -> None:
+        if not isinstance(node, dict):
+            return
+        tests = node.get("tests")
+        if isinstance(tests, list):
+            for t in tests:
+                if not isinstance(t, dict):
+                    continue
+                outcome = t.get("status") if t.get("status") is not None else t.get("outcome")
+                if str(outcome).lower() in ("failed", "error", "fail"):
+                    out.add(str(t.get("name", "?"))[:NAME_CHARS])
+            return
+        if depth < 2:
+            for value in node.values():
+                walk(value, depth + 1)
+
+    walk(evidence, 0)
+    return sorted(out)
 
 
 def _last(state: EpisodeState, event_type: str, pred: Any = None) -> EventView | None:

@@ -16,7 +16,13 @@ whole (its merged spec written out, so it needs no ``family.yaml``), with:
   refuses in an instruction);
 - **the source's hidden tests and generated check**, and a ``DRAFT.md`` naming the tests the
   failure named and what the episode saw: the tests are a draft a person edits;
-- ``lineage``: the case, the source task and version, the episode.
+- ``lineage``: the case, the source task and version, the episode; its id ``<source id>.<case>``
+  and its version ``<source version>.<12 hex of the episode id>`` (a draft from another episode
+  of the case is another version, never a replacement of an admitted one).
+
+The agent's tree is diffed with a ``git`` that reads no configuration, hook, attribute or
+repository of the host's (see :func:`_git_env`), with every file forced in, so what the patch
+holds is the two trees and nothing else.
 
 Nothing here reads the lake or runs a sandbox: the caller finds the case, the episode's archive
 and the source task, and admission decides whether the draft joins the pool.
@@ -24,6 +30,7 @@ and the source task, and admission decides whether the draft joins the pool.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -55,7 +62,8 @@ class CaseFailure:
     observation: str | None
     episode_id: str
     failed_at_judgement: bool
-    """The episode failed at its judgement (its final state is the state before the failing step)."""
+    """The case's judge version judged the episode (so its archived final state is the state it
+    judged: the state right before the failing judgement), whatever step the failure points at."""
 
 
 @dataclass(frozen=True)
@@ -70,8 +78,9 @@ class Draft:
 
 
 def derived_id(source_id: str, case: str) -> str:
-    """The draft's task id: the source's, then the case's name (128 characters at most)."""
-    return f"{source_id}.{case}"[:128].rstrip("._-")
+    """The draft's task id: the source's (shortened to fit 128 characters), then the case's name."""
+    head = source_id[: 127 - len(case)].rstrip("._-") or "t"
+    return f"{head}.{case}"
 
 
 def _state_blocker(source: Task, failure: CaseFailure, state: FinalState | None) -> str | None:
@@ -87,12 +96,36 @@ def _state_blocker(source: Task, failure: CaseFailure, state: FinalState | None)
     return None
 
 
+_ATTRIBUTES = b"* -text -eol -ident -filter -working-tree-encoding !diff -export-subst\n"
+"""``.git/info/attributes`` of the diffing repository: it outranks any ``.gitattributes`` the agent
+left, so no line-ending, ident, filter or encoding conversion changes what is recorded, and text stays
+text in the patch (`!diff`: git's own binary detection, whatever the agent's attributes say)."""
+
+
+def _git_env(cwd: Path) -> dict[str, str]:
+    """An environment in which git reads no configuration, hooks or repository but the one made here.
+
+    The files are the agent's: the user's global configuration (hooks, a diff tool, signing,
+    excludes) must not run on them or change what the patch holds, and a ``GIT_DIR`` or a
+    repository above the temporary directory must not be used.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_ATTR_NOSYSTEM="1",
+               GIT_CEILING_DIRECTORIES=str(cwd.parent), GIT_TERMINAL_PROMPT="0")  # fmt: skip
+    return env
+
+
 def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    proc = subprocess.run(
-        ["git", "-c", "user.name=trajlake", "-c", "user.email=trajlake@localhost",
-         "-c", "core.autocrlf=false", *args],
-        cwd=cwd, input=stdin, capture_output=True, check=False,
-    )  # fmt: skip
+    settings = ("user.name=trajlake", "user.email=trajlake@localhost", "core.autocrlf=false",
+                f"core.hooksPath={os.devnull}", "commit.gpgsign=false", f"core.excludesFile={os.devnull}",
+                f"core.attributesFile={os.devnull}", "core.fsmonitor=false")  # fmt: skip
+    try:
+        proc = subprocess.run(
+            ["git", *(x for kv in settings for x in ("-c", kv)), *args],
+            cwd=cwd, input=stdin, capture_output=True, check=False, env=_git_env(cwd), timeout=600,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TaskSpecError(f"git {args[0]} did not run: {exc}", str(cwd)) from exc
     if proc.returncode != 0:
         raise TaskSpecError(
             f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()[:300]}", str(cwd)
@@ -104,15 +137,17 @@ def _patch_between(start: Path, goal: Path, work: Path) -> bytes:
     """A ``git apply`` patch that turns the tree ``start`` into the tree ``goal``."""
     repo = work / "diff"
     shutil.copytree(start, repo)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "--allow-empty", "-m", "start")
+    _git(repo, "init", "-q", "--template=")
+    (repo / ".git" / "info").mkdir(parents=True, exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_bytes(_ATTRIBUTES)
+    _git(repo, "add", "-A", "--force")  # (the agent's .gitignore hides nothing)
+    _git(repo, "commit", "-q", "--allow-empty", "--no-verify", "-m", "start")
     for child in repo.iterdir():
         if child.name != ".git":
             shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
     shutil.copytree(goal, repo, dirs_exist_ok=True)
-    _git(repo, "add", "-A")
-    return _git(repo, "diff", "--cached", "--binary", "--full-index")
+    _git(repo, "add", "-A", "--force")
+    return _git(repo, "diff", "--cached", "--binary", "--full-index", "--no-ext-diff", "--no-textconv")
 
 
 def derive_task(source: Task, failure: CaseFailure, state: FinalState | None, out: Path) -> Draft:
@@ -159,7 +194,8 @@ def derive_task(source: Task, failure: CaseFailure, state: FinalState | None, ou
         if failure.failed_at_judgement:
             how = "the task's checks did not pass on it"
         else:
-            how = "it failed with: " + (failure.message or failure.signature).strip().splitlines()[0][:400]
+            said = (failure.message or "") + "\n" + failure.signature
+            how = "it failed with: " + next(line.strip() for line in said.splitlines() if line.strip())[:400]
         where = (
             "The repository is exactly as an earlier attempt at this task left it"
             if blocker is None
@@ -167,7 +203,7 @@ def derive_task(source: Task, failure: CaseFailure, state: FinalState | None, ou
         )
         raw.update(
             id=new_id,
-            version="1",
+            version=f"{spec.version}.{failure.episode_id.replace('-', '')[-12:]}",
             title=(f"{spec.title} " if spec.title else "") + f"(failure case {failure.case})",
             instruction=f"{where}; {how}. Finish the job. The original request follows.\n\n"
             + spec.instruction,

@@ -69,6 +69,13 @@ def _curated(lk: Lake) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # (a user id with no name: containers)
+        return f"uid-{os.getuid()}"
+
+
 def _trend(trend: list[tuple[str | None, int]]) -> str:
     shown = [f"{v or '-'}:{n}" for v, n in trend[-4:]]
     return ("... " if len(trend) > 4 else "") + " -> ".join(shown)
@@ -160,15 +167,16 @@ def _output_tails(evidence: Any, depth: int = 0) -> list[str]:
 def _observation(lk: Lake, episode_id: str, failing_seq: int | None, judge: str, version: str) -> str | None:
     """What the episode saw at its failing step, head and tail.
 
-    A tool's output at a failing tool step; at a failing judgement (failed tests) the test output
-    the judge kept, else the last tool output before it; without a failing step, the last tool output.
+    A tool's output at a failing tool step; at a failing judgement (the judge's own step, or a
+    re-judgement's, which is no step of the episode) the test output the judge kept, else the
+    last tool output before it; without either, the last tool output.
     """
     steps = lk.read_episodes_rows("steps", [episode_id], columns=["seq", "type", "text"]).to_pylist()
     at = [s for s in steps if s["seq"] == failing_seq]
     outputs = sorted((s for s in steps if s["type"] == "tool_result"), key=lambda s: s["seq"])
     before = [s for s in outputs if failing_seq is None or s["seq"] < failing_seq]
     text = None
-    if at and at[0]["type"] == "reward":
+    if not at or at[0]["type"] != "tool_result":
         rewards = lk.read_episodes_rows(
             "rewards", [episode_id], columns=["judge_name", "judge_version", "evidence"]
         )
@@ -176,12 +184,11 @@ def _observation(lk: Lake, episode_id: str, failing_seq: int | None, judge: str,
             if (r["judge_name"], r["judge_version"]) == (judge, version) and r["evidence"]:
                 with contextlib.suppress(ValueError):
                     text = "\n".join(_output_tails(json.loads(r["evidence"]))) or None
-        if text is None and before:
-            text = before[-1]["text"]
-    elif at:
+        if text is None:
+            shown = before if at and at[0]["type"] == "reward" else outputs
+            text = shown[-1]["text"] if shown else None
+    else:
         text = at[0]["text"]
-    elif before:
-        text = before[-1]["text"]
     if text is None or len(text) <= OBSERVATION_HEAD + OBSERVATION_TAIL:
         return text
     cut = len(text) - OBSERVATION_HEAD - OBSERVATION_TAIL
@@ -256,6 +263,9 @@ def curate(
             "with a letter or digit, at most 80 characters (e.g. pyfix-off-by-one)",
             ExitCode.USAGE,
         )
+    if len(cluster) < 4:
+        fail(f"{cluster!r} is too short to name a cluster: give its id (fc-...) or at least its first 4 "
+             "characters", ExitCode.USAGE)  # fmt: skip
     s = settings()
     lk = require_lake(lake or s.lake, ["failures", "rewards", "episodes", "steps"])
     jn, jv, found = _clusters(lk, judge, judge_version, examples=1)
@@ -270,7 +280,7 @@ def curate(
         )
     if len(matches) > 1:
         fail(f"{cluster!r} starts {len(matches)} cluster ids; give more of it", ExitCode.USAGE)
-    who = by or os.environ.get("TRAJLAKE_USER") or getpass.getuser()
+    who = by or os.environ.get("TRAJLAKE_USER") or _login()
     row = case_row(lk, matches[0].cluster_id, jn, jv, name=name, notes=note, by=who)
     event = control_event(CASE, row, f"curator@{socket.gethostname()}")
     require_topic(s.kafka_bootstrap, s.topic_curation)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -270,6 +271,7 @@ def derive(
     DRAFT.md for the person who edits them. Each draft's spec names the case in ``lineage``.
     """
     from ingest.blobs import BlobStore
+    from ingest.kafka_broker import require_broker
     from judges.derive import CaseFailure, derive_task
     from judges.errors import WorkspaceUnjudgeable
     from judges.final_state import read_archive
@@ -278,12 +280,17 @@ def derive(
     from trajlake.preflight import require_lake
 
     s = settings()
-    lk = require_lake(lake or s.lake, ["failure_cases", "failures", "episodes", "events", "steps"])
-    rows = [r for r in lk.read("failure_cases").to_pylist() if r["case_id"] == case]
+    lk = require_lake(lake or s.lake, ["failures", "episodes", "events", "steps", "rewards"])
+    saved = lk.read("failure_cases").to_pylist() if "failure_cases" in lk.versions() else []
+    rows = [r for r in saved if r["case_id"] == case]
     if not rows:
-        fail(f"no failure case {case!r}; `trajlake failures cases` lists clusters and `trajlake failures "
-             "curate CLUSTER --name NAME` saves one", ExitCode.USAGE)  # fmt: skip
+        fail(f"no failure case {case!r} in {lk.root}; `trajlake failures cases` lists clusters and "
+             "`trajlake failures curate CLUSTER --name NAME` saves one", ExitCode.USAGE)  # fmt: skip
     row = rows[0]
+    if admit:
+        require_broker(
+            s.kafka_bootstrap
+        )  # (before drafting: a draft written and never admitted blocks a rerun)
     sources: dict[str, Any] = {}
     for d in find_task_dirs(tasks):
         try:
@@ -292,57 +299,72 @@ def derive(
             continue
         sources[t.id] = t
     eps = lk.read_episodes_rows(
-        "episodes", row["episode_ids"], columns=["episode_id", "task_id", "started_at"]
+        "episodes", row["episode_ids"], columns=["episode_id", "task_id", "task_version", "started_at"]
     )
-    newest: dict[str, str] = {}
+    newest: dict[str, dict[str, Any]] = {}
     for e in sorted(
         eps.to_pylist(), key=lambda e: (e["started_at"] is not None, e["started_at"], e["episode_id"])
     ):
-        newest[e["task_id"]] = e["episode_id"]
-    wanted = [t for t in row["task_ids"] if t in newest][:max_tasks]
-    absent = [t for t in wanted if t not in sources]
-    if absent:
-        err_console.print(f"[yellow]not under --tasks, no draft:[/yellow] {escape(', '.join(absent))}")
-    wanted = [t for t in wanted if t in sources]
+        newest[e["task_id"]] = e
+    wanted = [t for t in row["task_ids"] if t in newest]
+    skipped = [t for t in wanted if t not in sources]
+    drifted = [t for t in wanted if t in sources and sources[t].spec.version != newest[t]["task_version"]]
+    if skipped:
+        err_console.print(f"[yellow]not under --tasks, no draft:[/yellow] {escape(', '.join(skipped))}")
+    for t in drifted:
+        err_console.print(f"[yellow]{escape(t)}: the case's episode ran version {newest[t]['task_version']}, "
+                          f"--tasks has {sources[t].spec.version}; no draft[/yellow]")  # fmt: skip
+    wanted = [t for t in wanted if t not in skipped and t not in drifted][:max_tasks]
     if not wanted:
         fail(
             f"none of case {case}'s tasks ({', '.join(row['task_ids'][:10])}) is under "
-            f"{', '.join(map(str, tasks))}; give --tasks the directory that holds them",
+            f"{', '.join(map(str, tasks))} at the version its episodes ran; give --tasks the directory "
+            "that holds them",
             ExitCode.USAGE,
         )
-    failures = lk.read_episodes_rows("failures", [newest[t] for t in wanted])
-    steps = lk.read_episodes_rows("steps", [newest[t] for t in wanted], columns=["episode_id", "seq", "type"])
-    kinds = {(r["episode_id"], r["seq"]): r["type"] for r in steps.to_pylist()}
-    events = lk.read_episodes_rows(
-        "events", [newest[t] for t in wanted], columns=["episode_id", "type", "payload"]
-    )
+    ids = [newest[t]["episode_id"] for t in wanted]
+    judged_by = (row["judge_name"], row["judge_version"])
+    failures = [f for f in lk.read_episodes_rows("failures", ids).to_pylist()
+                if (f["judge_name"], f["judge_version"]) == judged_by]  # fmt: skip
+    rewards = lk.read_episodes_rows("rewards", ids, columns=["episode_id", "judge_name", "judge_version"])
+    judged = {
+        r["episode_id"] for r in rewards.to_pylist() if (r["judge_name"], r["judge_version"]) == judged_by
+    }
+    events = lk.read_episodes_rows("events", ids, columns=["episode_id", "type", "payload"])
     refs = {r["episode_id"]: json.loads(r["payload"]).get("final_state_ref")
             for r in events.to_pylist() if r["type"] == "episode_ended"}  # fmt: skip
     blobs = BlobStore(s.blobs)
-    drafts = []
+    drafts, broken = [], 0
     for task_id in wanted:
-        episode = newest[task_id]
-        judged = (row["judge_name"], row["judge_version"])
-        mine = [
-            f for f in failures.to_pylist()
-            if f["episode_id"] == episode and (f["judge_name"], f["judge_version"]) == judged
-        ]  # fmt: skip
+        episode = newest[task_id]["episode_id"]
+        mine = [f for f in failures if f["episode_id"] == episode]
         seq = mine[0]["failing_seq"] if mine else None
-        state = None
-        if refs.get(episode):
+        state, ref = None, refs.get(episode)
+        if isinstance(ref, str) and _SHA256.fullmatch(ref):
             try:
-                state = read_archive(blobs.get(refs[episode]))
+                state = read_archive(blobs.get(ref))
             except (WorkspaceUnjudgeable, OSError, KeyError, TrajlakeError) as exc:
                 err_console.print(
                     f"[yellow]{escape(episode)}: its final state does not load ({escape(str(exc))})"
                 )
+        elif ref is not None:
+            err_console.print(
+                f"[yellow]{escape(episode)}: its final state reference is not a sha256[/yellow]"
+            )
         failure = CaseFailure(
             case=case, category=row["category"], signature=row["signature"],
             message=mine[0]["message"] if mine else row["message"],
             observation=_observation(lk, episode, seq, row["judge_name"], row["judge_version"]),
-            episode_id=episode, failed_at_judgement=kinds.get((episode, seq)) == "reward",
+            episode_id=episode, failed_at_judgement=episode in judged,
         )  # fmt: skip
-        draft = derive_task(sources[task_id], failure, state, out)
+        try:
+            draft = derive_task(sources[task_id], failure, state, out)
+        except TrajlakeError as exc:  # (one task's draft; the others go on)
+            broken += 1
+            err_console.print(
+                f"[red]no draft from {escape(task_id)}:[/red] {escape(str(exc))}", soft_wrap=True
+            )
+            continue
         drafts.append(draft)
         start = (
             "the episode's final state"
@@ -351,8 +373,14 @@ def derive(
         )
         err_console.print(f"draft [bold]{escape(draft.task.id)}[/bold] from {escape(task_id)}, starting from "
                           f"{escape(start)}: {escape(str(draft.task.root))}")  # fmt: skip
-    if admit:
+    if admit and drafts:
         _admit_dirs([d.task.root for d in drafts], backend, runs, workers, lake, as_json)
+    if broken:
+        raise typer.Exit(code=ExitCode.FAILED)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+"""A blob's reference (its sha256): anything else is never opened as a path."""
 
 
 @tasks_app.command("list")

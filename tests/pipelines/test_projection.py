@@ -195,6 +195,13 @@ def test_a_composite_judges_failed_tests_name_the_failure_in_any_run_order() -> 
     assert a["signature"] == b["signature"] != "test_failure: verdict fail, score <n>"
     c = row_of([{"name": "t::gen[3]", "status": "failed"}])
     assert c["signature"] != a["signature"]
+    # two components failing the same test name it once; a null status falls back to outcome
+    evidence = {"correctness": {"tests": [{"name": "t::z", "status": "failed"}]},
+                "regression": {"tests": [{"name": "t::a", "status": None, "outcome": "failed"},
+                                         {"name": "t::z", "status": "failed"}]}}  # fmt: skip
+    docs = [started(E), reward(E, 1, "fail", evidence=evidence), ended(E, 2, "failure")]
+    [row] = failure_rows(fold_episode(E, typed(*docs)))
+    assert row["message"] == "failed: t::a, t::z"
 
 
 def test_no_failure_row_for_passing_or_unjudged_successes() -> None:
