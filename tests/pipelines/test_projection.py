@@ -181,7 +181,10 @@ def test_a_composite_judges_failed_tests_name_the_failure_in_any_run_order() -> 
     """The tests judge writes ``status``; a composite nests each component's evidence by name."""
 
     def row_of(tests: list[dict[str, str]]) -> dict:  # type: ignore[type-arg]
-        evidence = {"correctness": {"tests": tests, "bridge": {"connected": True}}, "efficiency": {"score": 1}}
+        evidence = {
+            "correctness": {"tests": tests, "bridge": {"connected": True}},
+            "efficiency": {"score": 1},
+        }
         docs = [started(E), reward(E, 1, "fail", evidence=evidence), ended(E, 2, "failure")]
         [row] = failure_rows(fold_episode(E, typed(*docs)))
         return row
@@ -221,3 +224,29 @@ def test_signatures_cluster_across_paths_numbers_and_addresses() -> None:
     assert c == "TypeError: object at <addr> is not callable; id <uuid>"
     assert normalise_error("KeyError: 'alpha'") == normalise_error('KeyError: "beta"')
     assert normalise_error("") == "<empty>"
+
+
+def test_a_pathological_error_line_does_not_stall_the_fold() -> None:
+    """An agent's tool output of one long run of slashes: the path pattern backtracks quadratically.
+
+    100k slashes took minutes per episode before the line was cut; the fold runs in a child with a
+    timeout a hundred times what it needs, so a regression fails instead of hanging the suite.
+    """
+    import subprocess
+    import sys
+
+    code = (
+        "from tests.pipelines.factories import *\n"
+        "from pipelines import failure_rows, fold_episode\n"
+        "E = 'ep-slashes'\n"
+        "docs = [started(E), call(E, 1), result(E, 2, exit_code=1, stderr='x' + '/' * 100_000), "
+        "ended(E, 3, 'failure')]\n"
+        "[row] = failure_rows(fold_episode(E, typed(*docs)))\n"
+        "print(row['signature'][:40])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("tool_error: ")
+    assert normalise_error("x" + "/" * 100_000) == normalise_error("x" + "/" * 999)
