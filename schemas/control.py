@@ -168,6 +168,22 @@ def _cell(name: str, type_: pa.DataType, value: Any) -> Any:
     raise ValueError(f"{name} has a type control streams do not carry ({type_})")
 
 
+def _case_errors(row: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What makes a ``failure_cases`` row inconsistent (its cells already have their types)."""
+    out = []
+    if not CASE_ID.fullmatch(str(row.get("case_id") or "")):
+        out.append(("payload.value.case_id", f"must match {CASE_ID.pattern} (a case's name)"))
+    ids = row.get("episode_ids") or []
+    if not ids:
+        out.append(("payload.value.episode_ids", "a case holds at least one episode"))
+    elif row.get("example_episode_id") not in ids:
+        out.append(("payload.value.example_episode_id", "must be one of episode_ids"))
+    count = row.get("count")
+    if isinstance(count, int) and count < len(ids):
+        out.append(("payload.value.count", f"must be at least the {len(ids)} episode_ids it lists"))
+    return out
+
+
 def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
     """The table row a control stream's event records.
 
@@ -216,8 +232,8 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
     for key in PRIMARY_KEYS[stream.table]:
         if row.get(key) == "":
             errors.append((f"payload.value.{key}", "must not be empty"))
-    if stream is CASE and not CASE_ID.fullmatch(str(row.get("case_id") or "")):
-        errors.append(("payload.value.case_id", f"must match {CASE_ID.pattern} (a case's name)"))
+    if stream is CASE:
+        errors += _case_errors(row)
     if stream is TASK and "@" in str(row.get("task_id") or ""):
         errors.append(
             ("payload.value.task_id", "must not contain '@' (it separates the id from the version)")

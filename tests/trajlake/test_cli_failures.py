@@ -167,6 +167,13 @@ def test_a_case_event_that_is_not_a_row_is_quarantined() -> None:
         control_event(CASE, {**row, "case_id": "Bad Name"}, "w")
     with pytest.raises(SchemaError, match="count"):
         control_event(CASE, {**row, "count": "many"}, "w")
+    # consistent with itself: episodes listed, the example among them, a count that covers them
+    with pytest.raises(SchemaError, match="episode_ids"):
+        control_event(CASE, {**row, "episode_ids": []}, "w")
+    with pytest.raises(SchemaError, match="example_episode_id"):
+        control_event(CASE, {**row, "example_episode_id": "other"}, "w")
+    with pytest.raises(SchemaError, match="count"):
+        control_event(CASE, {**row, "count": -5}, "w")
 
 
 def test_a_failed_judgement_keeps_the_judges_test_output(
