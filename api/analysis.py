@@ -397,6 +397,14 @@ def failure_clusters(
     return sorted(out, key=lambda c: (-c.count, c.cluster_id))
 
 
+def cases_by_cluster(failure_cases: pa.Table) -> dict[str, list[str]]:
+    """The names of the curated cases (``failure_cases`` rows) saved from each cluster, sorted."""
+    out: dict[str, list[str]] = {}
+    for r in failure_cases.select(["case_id", "cluster_id"]).to_pylist():
+        out.setdefault(r["cluster_id"], []).append(r["case_id"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
 # ------------------------------------------------------------------ re-judge diff
 
 

@@ -15,6 +15,7 @@ import os
 import socket
 from typing import TYPE_CHECKING, Annotated, Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import typer
 from rich.markup import escape
@@ -44,7 +45,8 @@ OBSERVATION_HEAD, OBSERVATION_TAIL = 4_096, 12_288
 
 def _clusters(
     lk: Lake, judge: str | None, judge_version: str | None, *, examples: int, min_count: int = 1
-) -> tuple[str | None, str | None, list[FailureCluster]]:
+) -> tuple[str | None, str | None, list[FailureCluster], pa.Table]:
+    """The (judge, version) asked for or defaulted, its failure clusters, and its failure rows."""
     from api.analysis import choose_judge, failure_clusters, judge_versions, judged_by
     from api.errors import InvalidRequestError
 
@@ -56,17 +58,16 @@ def _clusters(
     except InvalidRequestError as exc:  # (the API's words name its query parameter)
         fail(str(exc).replace("judge=<name>", "--judge NAME"), ExitCode.USAGE)
     mine = judged_by(failures, name, version)
-    return name, version, failure_clusters(mine, episodes, min_count=min_count, examples=examples)
+    return name, version, failure_clusters(mine, episodes, min_count=min_count, examples=examples), mine
 
 
 def _curated(lk: Lake) -> dict[str, list[str]]:
     """Case names by the cluster they were curated from."""
+    from api.analysis import cases_by_cluster
+
     if "failure_cases" not in lk.versions():
         return {}
-    out: dict[str, list[str]] = {}
-    for r in lk.read("failure_cases", columns=["case_id", "cluster_id"]).to_pylist():
-        out.setdefault(r["cluster_id"], []).append(r["case_id"])
-    return {k: sorted(v) for k, v in out.items()}
+    return cases_by_cluster(lk.read("failure_cases", columns=["case_id", "cluster_id"]))
 
 
 def _login() -> str:
@@ -102,7 +103,7 @@ def cases(
     from trajlake.preflight import require_lake
 
     lk = require_lake(lake or settings().lake, ["failures", "rewards", "episodes"])
-    name, version, found = _clusters(lk, judge, judge_version, examples=examples, min_count=min_count)
+    name, version, found, _ = _clusters(lk, judge, judge_version, examples=examples, min_count=min_count)
     found = [
         c
         for c in found
@@ -164,7 +165,9 @@ def _output_tails(evidence: Any, depth: int = 0) -> list[str]:
     return out
 
 
-def _observation(lk: Lake, episode_id: str, failing_seq: int | None, judge: str, version: str) -> str | None:
+def failing_observation(
+    lk: Lake, episode_id: str, failing_seq: int | None, judge: str, version: str
+) -> str | None:
     """What the episode saw at its failing step, head and tail.
 
     A tool's output at a failing tool step; at a failing judgement (the judge's own step, or a
@@ -196,15 +199,20 @@ def _observation(lk: Lake, episode_id: str, failing_seq: int | None, judge: str,
 
 
 def case_row(
-    lk: Lake, cluster_id: str, judge: str, version: str, *, name: str, notes: str | None, by: str
+    lk: Lake,
+    whole: FailureCluster,
+    failures: pa.Table,
+    judge: str,
+    version: str,
+    *,
+    name: str,
+    notes: str | None,
+    by: str,
 ) -> dict[str, Any]:
-    """The ``failure_cases`` row that saves the cluster ``cluster_id`` as the case ``name``."""
-    from api.analysis import failure_clusters, judged_by
+    """The ``failure_cases`` row that saves ``whole`` (its examples: every episode kept) as the case ``name``.
 
-    failures = judged_by(lk.read("failures"), judge, version)
-    episodes = lk.read("episodes", columns=["episode_id", "task_family", "policy_version", "started_at"])
-    clusters = failure_clusters(failures, episodes, examples=EPISODES_KEPT)
-    [whole] = [c for c in clusters if c.cluster_id == cluster_id]
+    ``failures`` are the judge version's failure rows the cluster was made from.
+    """
     newest = whole.examples[0]
     mine = failures.filter(pc.equal(failures["episode_id"], newest)).to_pylist()
     failing_seq = mine[0]["failing_seq"] if mine else None
@@ -222,7 +230,7 @@ def case_row(
         "policy_versions": [v for v, _ in whole.trend if v is not None],
         "example_episode_id": newest,
         "failing_seq": failing_seq,
-        "failing_observation": _observation(lk, newest, failing_seq, judge, version),
+        "failing_observation": failing_observation(lk, newest, failing_seq, judge, version),
         "message": mine[0]["message"] if mine else whole.message,
         "notes": notes,
         "curated_by": by,
@@ -268,7 +276,7 @@ def curate(
              "characters", ExitCode.USAGE)  # fmt: skip
     s = settings()
     lk = require_lake(lake or s.lake, ["failures", "rewards", "episodes", "steps"])
-    jn, jv, found = _clusters(lk, judge, judge_version, examples=1)
+    jn, jv, found, judged = _clusters(lk, judge, judge_version, examples=EPISODES_KEPT)
     matches = [c for c in found if c.cluster_id == cluster] or [
         c for c in found if c.cluster_id.startswith(cluster)
     ]
@@ -281,7 +289,7 @@ def curate(
     if len(matches) > 1:
         fail(f"{cluster!r} starts {len(matches)} cluster ids; give more of it", ExitCode.USAGE)
     who = by or os.environ.get("TRAJLAKE_USER") or _login()
-    row = case_row(lk, matches[0].cluster_id, jn, jv, name=name, notes=note, by=who)
+    row = case_row(lk, matches[0], judged, jn, jv, name=name, notes=note, by=who)
     event = control_event(CASE, row, f"curator@{socket.gethostname()}")
     require_topic(s.kafka_bootstrap, s.topic_curation)
     publish_events(s.kafka_bootstrap, s.topic_curation, [event])

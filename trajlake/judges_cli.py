@@ -276,7 +276,7 @@ def derive(
     from judges.errors import WorkspaceUnjudgeable
     from judges.final_state import read_archive
     from judges.tasks import find_task_dirs, load_task
-    from trajlake.failures_cli import _observation
+    from trajlake.failures_cli import failing_observation
     from trajlake.preflight import require_lake
 
     s = settings()
@@ -354,7 +354,7 @@ def derive(
         failure = CaseFailure(
             case=case, category=row["category"], signature=row["signature"],
             message=mine[0]["message"] if mine else row["message"],
-            observation=_observation(lk, episode, seq, row["judge_name"], row["judge_version"]),
+            observation=failing_observation(lk, episode, seq, row["judge_name"], row["judge_version"]),
             episode_id=episode, failed_at_judgement=episode in judged,
         )  # fmt: skip
         try:

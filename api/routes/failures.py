@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import pyarrow as pa
 from fastapi import APIRouter, Query
 
 from api import analysis
@@ -46,7 +47,8 @@ def _judged_failures(
     judge_version: str | None,
     version: int | None,
     rewards_version: int | None,
-) -> tuple[Snapshot, Snapshot, str | None, str | None]:
+) -> tuple[Snapshot, Snapshot, str | None, str | None, pa.Table]:
+    """The failures and rewards snapshots, the (judge, version) asked for or defaulted, its failures."""
     failures = reader.snapshot("failures", version)
     rewards = reader.snapshot("rewards", rewards_version)
     known = reader.derived(rewards, "judge_versions", judge_versions)
@@ -59,7 +61,8 @@ def _judged_failures(
         failures=failures.table,
         among_failures=version is not None and rewards_version is None,
     )
-    return failures, rewards, name, jv
+    rows = reader.derived(failures, ("judged", name, jv), lambda t: judged_by(t, name, jv))
+    return failures, rewards, name, jv, rows
 
 
 @router.get("/breakdown")
@@ -81,8 +84,9 @@ def failure_breakdown(
     and ``rewards_version`` not, the latest among those the failures snapshot has).
     ``family`` comes from the ``episodes`` table (at ``episodes_version``).
     """
-    failures, rewards, name, jv = _judged_failures(reader, judge, judge_version, version, rewards_version)
-    rows = reader.derived(failures, ("judged", name, jv), lambda t: judged_by(t, name, jv))
+    failures, rewards, name, jv, rows = _judged_failures(
+        reader, judge, judge_version, version, rewards_version
+    )
     snaps = [failures, rewards]
     episodes = None
     if by == "family":
@@ -122,8 +126,9 @@ def failure_clusters(
     their counts) and example episode ids (the oldest). The judge and version
     default as in ``/failures/breakdown``.
     """
-    failures, rewards, name, jv = _judged_failures(reader, judge, judge_version, version, rewards_version)
-    rows = reader.derived(failures, ("judged", name, jv), lambda t: judged_by(t, name, jv))
+    failures, rewards, name, jv, rows = _judged_failures(
+        reader, judge, judge_version, version, rewards_version
+    )
     found = reader.derived(
         failures,
         ("clusters", name, jv, min_size, examples),
@@ -171,18 +176,17 @@ def failure_cases(
     curated cases saved from it (``failure_cases``). The judge and version default as in
     ``/failures/breakdown``.
     """
-    failures, rewards, name, jv = _judged_failures(reader, judge, judge_version, version, rewards_version)
+    failures, rewards, name, jv, rows = _judged_failures(
+        reader, judge, judge_version, version, rewards_version
+    )
     episodes = reader.snapshot("episodes", episodes_version)
     saved = reader.snapshot("failure_cases")
-    rows = reader.derived(failures, ("judged", name, jv), lambda t: judged_by(t, name, jv))
     found = reader.derived(
         failures,
         ("cases", name, jv, min_size, examples, episodes.version),
         lambda _: analysis.failure_clusters(rows, episodes.table, min_count=min_size, examples=examples),
     )
-    curated: dict[str, list[str]] = {}
-    for r in saved.table.select(["case_id", "cluster_id"]).to_pylist():
-        curated.setdefault(r["cluster_id"], []).append(r["case_id"])
+    curated = analysis.cases_by_cluster(saved.table)
     total = rows.num_rows
     return FailureCasesPublic(
         versions=versions_of(failures, rewards, episodes, saved),
@@ -204,7 +208,7 @@ def failure_cases(
                 example_message=c.message,
                 first_seen=c.first_seen,
                 last_seen=c.last_seen,
-                cases=sorted(curated.get(c.cluster_id, [])),
+                cases=curated.get(c.cluster_id, []),
             )
             for c in found[offset : offset + limit]
         ],

@@ -18,6 +18,15 @@ from lake import Lake
 from tests.conftest import FIXTURES, free_port
 
 TRAJLAKE = str(Path(sys.executable).with_name("trajlake"))
+TASKS = Path(__file__).resolve().parents[2] / "tasks"
+
+
+def pyfix_task(tmp_path: Path, task_id: str = "pyfix-004") -> Path:
+    """A copy of one pyfix task with its family defaults under ``tmp_path/tasks/pyfix``; that directory."""
+    tasks = tmp_path / "tasks" / "pyfix"
+    shutil.copytree(TASKS / "pyfix" / task_id, tasks / task_id)
+    shutil.copy(TASKS / "pyfix" / "family.yaml", tasks / "family.yaml")
+    return tasks
 
 
 def run(

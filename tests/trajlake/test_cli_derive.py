@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,7 @@ import pytest
 from ingest.kafka_broker import EmbeddedKafka
 from judges.tasks import load_task
 from lake import Lake
-from tests.trajlake.test_cli import run
-
-TASKS = Path(__file__).resolve().parents[2] / "tasks"
+from tests.trajlake.test_cli import pyfix_task, run
 
 pytestmark = pytest.mark.kafka
 
@@ -23,9 +20,7 @@ def test_a_case_becomes_an_admitted_task_that_starts_where_the_episode_stopped(
 ) -> None:
     home, port = fresh_broker.home, fresh_broker.port
     fresh_broker.start()
-    tasks = tmp_path / "tasks" / "pyfix"
-    shutil.copytree(TASKS / "pyfix" / "pyfix-004", tasks / "pyfix-004")
-    shutil.copy(TASKS / "pyfix" / "family.yaml", tasks / "family.yaml")
+    tasks = pyfix_task(tmp_path)
     # a policy that leaves a note and fixes nothing: every episode fails at its judgement
     policy = tmp_path / "stuck.yaml"
     policy.write_text('"*":\n  - bash: "echo looked at it > NOTES.txt"\n')

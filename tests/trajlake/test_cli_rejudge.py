@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from ingest.kafka_broker import EmbeddedKafka
 from lake import Lake
-from tests.trajlake.test_cli import run
+from tests.trajlake.test_cli import pyfix_task, run
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
 LENIENT = {"name": "tests", "config": {"extra_args": ["-k", "blank_values or leading_question"]}}
@@ -23,9 +22,7 @@ def test_rollout_fold_and_rejudge_from_the_cli(
 ) -> None:
     home, port = fresh_broker.home, fresh_broker.port
     fresh_broker.start()
-    tasks = tmp_path / "tasks" / "pyfix"
-    shutil.copytree(TASKS / "pyfix" / "pyfix-004", tasks / "pyfix-004")
-    shutil.copy(TASKS / "pyfix" / "family.yaml", tasks / "family.yaml")
+    tasks = pyfix_task(tmp_path)
     common = ("--tasks", str(tasks))
     run(home, port, "rollout", *common, "--policy", "scripted:reference", "--workers", "1",
         "--episodes", "2", "--group-size", "2")  # fmt: skip

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -13,9 +12,7 @@ import pytest
 from ingest.kafka_broker import EmbeddedKafka
 from rollouts import HISTORY_BREAK_WARN
 from tests.rollouts.test_worker import _ChatServer
-from tests.trajlake.test_cli import run
-
-TASKS = Path(__file__).resolve().parents[2] / "tasks"
+from tests.trajlake.test_cli import pyfix_task, run
 
 pytestmark = pytest.mark.kafka
 
@@ -25,9 +22,7 @@ def test_a_rollout_whose_calls_break_the_token_history_warns_and_says_so_in_its_
 ) -> None:
     home, port = fresh_broker.home, fresh_broker.port
     fresh_broker.start()
-    tasks = tmp_path / "tasks" / "pyfix"
-    shutil.copytree(TASKS / "pyfix" / "pyfix-004", tasks / "pyfix-004")
-    shutil.copy(TASKS / "pyfix" / "family.yaml", tasks / "family.yaml")
+    tasks = pyfix_task(tmp_path)
     # each episode (one worker: one after the other): a look around, then submit; the server's second
     # prompt ids do not begin with the first prompt and completion, so every second call breaks its
     # history (half the calls)
