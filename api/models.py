@@ -103,6 +103,9 @@ class EpisodeBase(PublicModel):
     sandbox_image: str | None
     group_size: int | None = None
     """Attempts in the episode's group, when the rollout recorded it."""
+    source: str | None = Field(
+        default=None, description="rollout | eval (an evaluation run's: never trained on) | import."
+    )
 
 
 class EpisodePublic(EpisodeBase):

@@ -217,7 +217,20 @@ def episode_row(state: EpisodeState) -> dict[str, Any]:
         "completion_tokens": state.completion_tokens,
         "sandbox_image": sp["sandbox_image"] if sp else None,
         "group_size": _group_size(sp["metadata"].get("group_size")) if sp else None,
+        "source": _source(sp["metadata"]) if sp else None,
     }
+
+
+EPISODE_SOURCES = ("rollout", "eval", "import")
+"""``episodes.source``: a training rollout, an evaluation run (never trained on), an imported episode."""
+
+
+def _source(metadata: dict[str, Any]) -> str:
+    """What recorded the episode: its ``source`` metadata when it names one, else import or rollout."""
+    source = metadata.get("source")
+    if source in EPISODE_SOURCES:
+        return str(source)
+    return "import" if "source_format" in metadata else "rollout"
 
 
 def _group_size(value: Any) -> int | None:

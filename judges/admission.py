@@ -27,7 +27,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -41,6 +41,7 @@ from judges.judgement import Judgement
 from judges.null_effort import NullEffort, output_nulls, package_nulls
 from judges.registry import build_judge
 from judges.replay import Trajectory, replay
+from judges.splits import split_of
 from judges.tasks import Task, load_task
 from sandboxes.errors import SandboxError
 from sandboxes.interface import SandboxSpec
@@ -75,6 +76,8 @@ class AdmissionResult:
     """The task's judge's score for each null-effort state (none may exceed ``do_nothing_score``)."""
     notes: list[str] = field(default_factory=list)
     """What admission reports without refusing the task (e.g. that it has no generated check)."""
+    split: str | None = None
+    """The split recorded with the result (``None``: :func:`judges.splits.split_of` with no record)."""
 
     @property
     def admitted(self) -> bool:
@@ -107,6 +110,7 @@ class AdmissionResult:
             "admitted_at": dt.datetime.now(dt.UTC),
             "do_nothing_score": self.do_nothing_score,
             "null_effort_max": max(self.null_effort_scores.values()) if self.null_effort_scores else None,
+            "split": self.split or (split_of(self.task, {}) if self.task else None),
         }
 
     def event(self) -> Any:
@@ -395,15 +399,28 @@ def admit_all(
 
 
 def publish_admissions(
-    bootstrap: str, topic: str, results: Iterable[AdmissionResult], *, timeout_s: float = 30.0
+    bootstrap: str,
+    topic: str,
+    results: Iterable[AdmissionResult],
+    *,
+    recorded_splits: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
 ) -> list[Any]:
     """Put every admission result in the log (the pipeline folds them into ``tasks``); return the events.
+
+    Each result carries its task's split: the one ``recorded_splits`` (the lake's
+    :func:`judges.splits.recorded_splits`) already holds for it, else a new one (a task's
+    split is assigned once, at its first admission).
 
     Raises:
         SinkUnavailableError: the broker did not acknowledge them all.
     """
     from ingest.publish import publish_events
 
+    results = list(results)
+    for r in results:
+        if r.task is not None:
+            r.split = split_of(r.task, recorded_splits or {})
     events = [r.event() for r in results]
     publish_events(bootstrap, topic, events, timeout_s=timeout_s)
     return events

@@ -147,6 +147,8 @@ class TaskSpec(_Spec):
     """The task's generated check (``None``: its hidden tests are fixed examples only)."""
     lineage: TaskLineage | None = None
     """For a task drafted from a failure case: the case, the source task and the episode."""
+    split: Literal["train", "eval"] | None = None
+    """Declared split (``None``: admission assigns one, :func:`judges.splits.split_of`, and records it)."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -259,10 +261,11 @@ class Task:
 
     @cached_property
     def spec_digest(self) -> str:
-        """sha256 of the validated spec (canonical JSON; without a ``lineage``, as before there was one)."""
+        """sha256 of the validated spec (canonical JSON; fields added later are left out while unset)."""
         dumped = self.spec.model_dump(mode="json")
-        if dumped.get("lineage") is None:
-            dumped.pop("lineage", None)
+        for added in ("lineage", "split"):
+            if dumped.get(added) is None:
+                dumped.pop(added, None)
         text = json.dumps(dumped, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 

@@ -271,7 +271,7 @@ def pinned_versions(
 
 
 _EPISODE_COLUMNS = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status",
-                    "completeness", "group_size", "started_at", "ended_at")  # fmt: skip
+                    "completeness", "group_size", "started_at", "ended_at", "source")  # fmt: skip
 
 
 def _seconds(column: pa.ChunkedArray) -> list[float | None]:
@@ -337,6 +337,9 @@ def _trainable(
     whole_at: dict[str, float] = {}  # when the group's last member was ended and scored
     in_scope: dict[str, list[str]] = {}
     for ep in rows:
+        if ep["source"] == "eval":
+            why[ep["episode_id"]] = "eval"  # an evaluation run's episode: measured on, never trained on
+            continue
         if spec.task_ids is not None and ep["task_id"] not in spec.task_ids:
             continue
         if spec.families is not None and ep["task_family"] not in spec.families:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from judges.splits import recorded_splits, split_of
 from judges.tasks import Task, find_task_dirs, load_task
 from lake import Lake
 
@@ -72,8 +73,12 @@ class TaskPool:
         tiers: Sequence[str] | None = None,
         ids: Sequence[str] | None = None,
         priority: dict[str, float] | None = None,
+        split: str | None = None,
+        recorded_splits: Mapping[str, str] | None = None,
     ) -> None:
         tasks = [load_task(d) for d in find_task_dirs(paths)]
+        self.splits = {t.id: split_of(t, recorded_splits or {}) for t in tasks}
+        """Each task's split (:func:`judges.splits.split_of`)."""
         self.tasks: list[Task] = [
             t
             for t in tasks
@@ -81,13 +86,21 @@ class TaskPool:
             and (not families or t.spec.family in families)
             and (not tiers or t.spec.tier in tiers)
             and (not ids or t.id in ids)
+            and (split is None or self.splits[t.id] == split)
         ]
         self.priority = {**TIER_PRIORITY, **(priority or {})}
 
     @classmethod
-    def admitted_in(cls, paths: Iterable[str | Path], lake: str | Path, **filters: Any) -> TaskPool:
-        """Tasks under ``paths`` the lake's ``tasks`` table admits (all valid ones when it has no rows)."""
-        return cls(paths, admitted=admitted_ids(lake), **filters)
+    def admitted_in(
+        cls, paths: Iterable[str | Path], lake: str | Path, *, split: str | None = "train", **filters: Any
+    ) -> TaskPool:
+        """Tasks under ``paths`` the lake's ``tasks`` table admits (all valid ones when it has no rows).
+
+        Only the ``train`` split by default: training never samples an ``eval`` task (``split="eval"``
+        for an evaluation, ``None`` for both).
+        """
+        return cls(paths, admitted=admitted_ids(lake), split=split, recorded_splits=recorded_splits(lake),
+                   **filters)  # fmt: skip
 
     def __len__(self) -> int:
         return len(self.tasks)

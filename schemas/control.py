@@ -234,6 +234,8 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
             errors.append((f"payload.value.{key}", "must not be empty"))
     if stream is CASE:
         errors += _case_errors(row)
+    if stream is TASK and row.get("split") not in (None, "train", "eval"):
+        errors.append(("payload.value.split", "must be train or eval"))
     if stream is TASK and "@" in str(row.get("task_id") or ""):
         errors.append(
             ("payload.value.task_id", "must not contain '@' (it separates the id from the version)")

@@ -69,6 +69,8 @@ EPISODES = pa.schema(
         pa.field("sandbox_image", pa.string()),
         # attempts in the episode's group, when the rollout recorded it (metadata.group_size)
         pa.field("group_size", pa.int32()),
+        # rollout | eval | import (episode_started's metadata.source): eval episodes are never trained on
+        pa.field("source", pa.string()),
     ]
 )
 """Silver: one row per episode."""
@@ -142,6 +144,9 @@ TASKS = pa.schema(
         # the best its judge gave a null-effort state (an output emptied, echoed, padded; a package
         # of stubs): admission refuses the task when it is above do_nothing_score
         pa.field("null_effort_max", pa.float64()),
+        # train | eval: assigned once, at the task's first admission (or declared by its spec), and kept
+        # by every later version; training never samples an eval task
+        pa.field("split", pa.string()),
     ]
 )
 """Task specs with their admission results."""

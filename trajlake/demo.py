@@ -236,6 +236,7 @@ def run_demo(
         shared_judge,
     )
     from judges.errors import AdmissionError
+    from judges.splits import recorded_splits
     from judges.tasks import find_task_dirs, load_task
     from lake import Lake
     from learners.checkpoints import lineage_chain, publish_checkpoint
@@ -274,7 +275,8 @@ def run_demo(
     with SandboxPool(backend, ADMISSION_SPEC, max_size=workers) as pool:
         results = admit_all(task_dirs, pool, runs=2, workers=workers)
     # the results are events on the tasks topic; the pipeline folds them into the tasks table
-    publish_admissions(settings.kafka_bootstrap, settings.topic_tasks, results)
+    publish_admissions(settings.kafka_bootstrap, settings.topic_tasks, results,
+                       recorded_splits=recorded_splits(lake_dir))  # fmt: skip
     fold_log(settings)
     lake = Lake(str(lake_dir))
     admitted = sum(r.admitted for r in results)
@@ -289,9 +291,10 @@ def run_demo(
             + "; ".join(f"{n} task(s): {reason}" for reason, n in reasons)
             + f" (`trajlake tasks admit {family_dir} --json` gives every row)"
         )
-    pool_ = TaskPool.admitted_in([family_dir], lake_dir)
-    train_tasks = [t for t in pool_.tasks if "-eval-" not in t.id]
-    eval_tasks = [t for t in pool_.tasks if "-eval-" in t.id]
+    pool_ = TaskPool.admitted_in([family_dir], lake_dir, split=None)
+    # the family declares its splits (reverse-eval-* held out); admission recorded them
+    train_tasks = TaskPool.admitted_in([family_dir], lake_dir).tasks
+    eval_tasks = TaskPool.admitted_in([family_dir], lake_dir, split="eval").tasks
     judge_name, judge_version = shared_judge(pool_.tasks)
     console.print(f"{len(train_tasks)} training tasks, {len(eval_tasks)} held-out tasks; "
                   f"judge {judge_name} {judge_version}")  # fmt: skip
@@ -332,9 +335,9 @@ def run_demo(
         local = f"local:{ckpt.path}"
         run_seed = 100_000 * seed + 100 * it
         greedy = rollout(settings, eval_tasks, f"{local}?greedy=1", group_size=1, workers=workers,
-                         tag=f"eval{it}-greedy", seed=run_seed)  # fmt: skip
+                         tag=f"eval{it}-greedy", seed=run_seed, source="eval")  # fmt: skip
         sampled = rollout(settings, eval_tasks, f"{local}?seed={run_seed + 50}", group_size=1,
-                          workers=workers, tag=f"eval{it}-sampled", seed=run_seed)  # fmt: skip
+                          workers=workers, tag=f"eval{it}-sampled", seed=run_seed, source="eval")  # fmt: skip
         tr: list[EpisodeOutcome] = []
         constant = refilled = 0
         if not last:

@@ -185,6 +185,7 @@ def _admit_dirs(
     """Admit the tasks in ``dirs``, publish the results, fold them, print them; exit 1 on a rejection."""
     from ingest.kafka_broker import require_broker
     from judges.admission import admit_all, publish_admissions, rejection_reasons
+    from judges.splits import recorded_splits
     from lake import Lake
     from pipelines import run_once
 
@@ -194,9 +195,11 @@ def _admit_dirs(
     with pool, _progress() as progress:
         bar = progress.add_task("admitting tasks", total=len(dirs))
         results = admit_all(dirs, pool, runs=runs, workers=workers, on_result=lambda r: progress.advance(bar))
-    events = publish_admissions(s.kafka_bootstrap, s.topic_tasks, results)
-    rows = [e.payload.value for e in events]  # exactly the rows the tasks table gets
     cfg = s.pipeline_config(lake)
+    events = publish_admissions(
+        s.kafka_bootstrap, s.topic_tasks, results, recorded_splits=recorded_splits(cfg.lake_root)
+    )
+    rows = [e.payload.value for e in events]  # exactly the rows the tasks table gets
     run_once(cfg)
     lk = Lake(cfg.lake_root)
     admitted = sum(r.admitted for r in results)

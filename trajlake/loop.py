@@ -44,11 +44,15 @@ def rollout(
     workers: int,
     tag: str,
     seed: int = 0,
+    source: str = "rollout",
     on_outcome: Callable[[EpisodeOutcome], None] | None = None,
 ) -> list[EpisodeOutcome]:
-    """``group_size`` attempts at every task, over ``workers`` processes; groups are tagged ``tag``."""
+    """``group_size`` attempts at every task, over ``workers`` processes; groups are tagged ``tag``.
+
+    ``source="eval"`` records them as an evaluation's episodes (``episodes.source``): never trained on.
+    """
     assignments = group_assignments(tasks, group_size, rng=random.Random(seed), tag=tag)
-    cfg = rollout_config(settings, policy_spec, workers=workers, metadata={"tag": tag})
+    cfg = rollout_config(settings, policy_spec, workers=workers, metadata={"tag": tag, "source": source})
     return run_rollouts(cfg, assignments, on_outcome=on_outcome)
 
 

@@ -65,7 +65,8 @@ def write_family(out: Path, *, train: int, held_out: int, seed: int = 0) -> list
             (d / "repo").mkdir(parents=True)
             (d / "hidden").mkdir()
             (d / "task.yaml").write_text(
-                f"id: {tid}\nfamily: reverse\nversion: 1\ntier: {'medium' if len(word) < 6 else 'hard'}\n"
+                f"id: {tid}\nfamily: reverse\nversion: 1\nsplit: {split}\n"
+                f"tier: {'medium' if len(word) < 6 else 'hard'}\n"
                 f"title: Reverse {word}\ninstruction: 'Write \"{word}\" reversed into answer.txt.'\n"
             )
             (d / "repo" / "README.md").write_text("Write your answer to answer.txt in this directory.\n")

@@ -42,6 +42,7 @@ def task_row(task_id: str, *, admitted: bool = True, version: str = "1", **kw: A
         "admitted_at": dt.datetime.now(dt.UTC),
         "do_nothing_score": 0.0,
         "null_effort_max": 0.0,
+        "split": "train",
         **kw,
     }
 
@@ -90,6 +91,7 @@ def test_a_control_event_round_trips_to_exactly_its_row() -> None:
         (lambda d: d["payload"].update(key="note"), "takes annotations with key 'task_admission'"),
         (lambda d: d["payload"].update(author="agent"), "by 'admission', not 'task_admission' by 'agent'"),
         (lambda d: d["payload"].update(value=[1, 2]), "the value must be a row of tasks"),
+        (lambda d: d["payload"]["value"].update(split="test"), "split: must be train or eval"),
     ],
     ids=[
         "wrong-stream",
@@ -100,6 +102,7 @@ def test_a_control_event_round_trips_to_exactly_its_row() -> None:
         "key",
         "author",
         "list",
+        "split",
     ],
 )
 def test_a_control_event_that_is_not_its_row_is_refused(change: Any, problem: str) -> None:

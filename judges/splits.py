@@ -1,0 +1,60 @@
+"""Train and eval splits of tasks: assigned once, recorded by admission, never sampled for training.
+
+A task's split is, in order: the split its first admission recorded in the
+``tasks`` table (a split never changes once recorded: a task trained on must
+not become an evaluation task, and an evaluation task must not leak into
+training), the split its spec declares, the split of the task it was derived
+from (a draft targeted at a failure case is as close to its source as a task
+can be), and otherwise a stable hash of its id (:data:`EVAL_SHARE` of ids
+land in ``eval``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+
+from judges.tasks import Task
+
+SPLITS = ("train", "eval")
+EVAL_SHARE = 0.2
+"""The share of task ids the hash puts in ``eval`` when neither a record nor the spec decides."""
+_SALT = b"trajlake-split\x1f"
+
+
+def hashed_split(task_id: str, eval_share: float = EVAL_SHARE) -> str:
+    """``eval`` for a stable ``eval_share`` of ids (sha256 of a salted id), else ``train``."""
+    x = int(hashlib.sha256(_SALT + task_id.encode()).hexdigest()[:16], 16) / 2**64
+    return "eval" if x < eval_share else "train"
+
+
+def recorded_splits(lake: str | Path) -> dict[str, str]:
+    """The split each task's earliest admission recorded in the ``tasks`` table (none: ``{}``)."""
+    from lake import Lake
+
+    lk = Lake(lake)
+    if not lk.exists("tasks"):
+        return {}
+    t = lk.read("tasks")
+    if "split" not in t.column_names:
+        return {}
+    rows = t.select(["task_id", "split", "admitted_at"]).to_pylist()
+    out: dict[str, str] = {}
+    for r in sorted(rows, key=lambda r: r["admitted_at"]):
+        if r["split"] in SPLITS:
+            out.setdefault(r["task_id"], r["split"])
+    return out
+
+
+def split_of(task: Task, recorded: Mapping[str, str]) -> str:
+    """The task's split (see the module's docstring for the order of what decides it)."""
+    if task.id in recorded:
+        return recorded[task.id]
+    if task.spec.split is not None:
+        return task.spec.split
+    lineage = task.spec.lineage
+    if lineage is not None:
+        source = lineage.derived_from.rpartition("@")[0] or lineage.derived_from
+        return recorded.get(source) or hashed_split(source)
+    return hashed_split(task.id)
