@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -147,6 +148,9 @@ class TaskSpec(_Spec):
     """The task's generated check (``None``: its hidden tests are fixed examples only)."""
     lineage: TaskLineage | None = None
     """For a task drafted from a failure case: the case, the source task and the episode."""
+    nondeterministic: list[str] | None = None
+    """Regular expressions for what a tool's output may change between runs of this task beyond the
+    defaults (:data:`pipelines.drift.DEFAULT_NONDETERMINISM`); ``trajlake drift`` replaces them first."""
     split: Literal["train", "eval"] | None = None
     """Declared split (``None``: admission assigns one, :func:`judges.splits.split_of`, and records it)."""
 
@@ -154,6 +158,16 @@ class TaskSpec(_Spec):
     @classmethod
     def _version_text(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int) else v
+
+    @field_validator("nondeterministic")
+    @classmethod
+    def _patterns(cls, v: list[str] | None) -> list[str] | None:
+        for pattern in v or ():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from exc
+        return v
 
     @field_validator("instruction")
     @classmethod
@@ -263,7 +277,7 @@ class Task:
     def spec_digest(self) -> str:
         """sha256 of the validated spec (canonical JSON; fields added later are left out while unset)."""
         dumped = self.spec.model_dump(mode="json")
-        for added in ("lineage", "split"):
+        for added in ("lineage", "split", "nondeterministic"):
             if dumped.get(added) is None:
                 dumped.pop(added, None)
         text = json.dumps(dumped, sort_keys=True, separators=(",", ":"))

@@ -65,6 +65,7 @@ DEFAULT_TOPICS = (
 )  # fmt: skip
 DEFAULT_CONTROL_TOPICS = {
     "checkpoint": "trajlake.learner", "task": "trajlake.tasks", "case": "trajlake.curation",
+    "drift": "trajlake.curation",
 }  # fmt: skip
 
 

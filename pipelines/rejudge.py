@@ -44,6 +44,7 @@ from judges.context import JudgeContext
 from judges.registry import Judge, build_judge
 from judges.tasks import Task
 from lake.store import Lake, sql_literal
+from pipelines.drift import DriftError, reexecute
 from pipelines.errors import PipelineError
 from sandboxes.errors import SandboxError
 from sandboxes.pool import SandboxPool
@@ -374,30 +375,47 @@ def _judge_one(
     if c.task_version != task.spec.version and not allow_task_drift:
         return skip(f"task version drift: episode ran {c.task_version}, the task is now {task.spec.version}")
     judge = _judge_for(task, judge_spec)
-    if c.final_state_ref is None:
-        return skip("no final state: the rollout archived none", judge.version)
-    if not _SHA256.match(c.final_state_ref):
+    if c.final_state_ref is not None and not _SHA256.match(c.final_state_ref):
         return RejudgeItem(
             c.episode_id, c.task_id, "error", f"bad final state ref {c.final_state_ref[:80]!r}", judge.version
         )
     if c.scored_by(judge.name, judge.version) and not force:
         return skip(f"already scored: {judge.name} {judge.version}", judge.version)
     previous_verdict = c.previous_verdict(judge.name, judge.version)
-    try:
-        archive = blobs.get(c.final_state_ref)
-    except IngestError as exc:
-        return RejudgeItem(c.episode_id, c.task_id, "error", f"final state unreadable: {exc}", judge.version)
     events: list[Any] = [
         row_to_event(r)
         for r in lake.read_episodes_events([c.episode_id], version=versions["events"]).to_pylist()
     ]
     events.sort(key=lambda e: e.seq)
+    note = None
     try:
-        with tempfile.TemporaryDirectory(prefix="trajlake-rejudge-") as tmp:
-            ws = Path(tmp) / "ws"
-            extract_archive(archive, ws)
-            with pool.lease(image=task.spec.initial_state.image, workspace=ws) as sb:
+        if c.final_state_ref is None:
+            # no archive: the final state is rebuilt by executing the recorded tool calls again from the
+            # task's initial state (the drift check's re-execution), and judged only if every output
+            # is the recorded one
+            with pool.lease(image=task.spec.initial_state.image, workspace=task.initial_dir) as sb:
+                task.prepare(sb)
+                diverged, n = reexecute(lake, c.episode_id, task, sb, blobs)
+                if diverged is not None:
+                    return RejudgeItem(c.episode_id, c.task_id, "error", "no final state archived, and "
+                                       f"executing its tool calls again diverged at step {diverged}: the "
+                                       "state it left cannot be rebuilt (`trajlake drift` shows how)",
+                                       judge.version)  # fmt: skip
                 judgement = judge(JudgeContext(task=task, sandbox=sb, events=events))
+                note = f"final state rebuilt by executing its {n} tool calls again"
+        else:
+            try:
+                archive = blobs.get(c.final_state_ref)
+            except IngestError as exc:
+                return RejudgeItem(c.episode_id, c.task_id, "error", f"final state unreadable: {exc}",
+                                   judge.version)  # fmt: skip
+            with tempfile.TemporaryDirectory(prefix="trajlake-rejudge-") as tmp:
+                ws = Path(tmp) / "ws"
+                extract_archive(archive, ws)
+                with pool.lease(image=task.spec.initial_state.image, workspace=ws) as sb:
+                    judgement = judge(JudgeContext(task=task, sandbox=sb, events=events))
+    except DriftError as exc:
+        return RejudgeItem(c.episode_id, c.task_id, "error", f"no final state archived: {exc}", judge.version)
     except (SandboxError, InfraError) as exc:
         return RejudgeItem(
             c.episode_id, c.task_id, "error", f"sandbox: {type(exc).__name__}: {exc}", judge.version
@@ -418,7 +436,7 @@ def _judge_one(
         c.episode_id,
         c.task_id,
         "judged",
-        None,
+        note,
         judge.version,
         judgement.verdict,
         judgement.score,

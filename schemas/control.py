@@ -3,8 +3,9 @@
 A control stream is a sequence of ``annotation`` events whose ``episode_id``
 names the row they describe: ``checkpoint:<checkpoint_id>`` on the learner's
 topic, ``task:<task_id>@<version>`` on the tasks topic, ``case:<case_id>`` (a
-failure case) on the curation topic. The annotation's value is the whole row of
-the ``checkpoints``, ``tasks`` or ``failure_cases`` table (timestamps as ISO
+failure case) and ``drift:<episode_id>@<run_id>`` (a drift check's result) on
+the curation topic. The annotation's value is the whole row of the
+``checkpoints``, ``tasks``, ``failure_cases`` or ``drift`` table (timestamps as ISO
 8601 strings), so those tables are projections of the log like every other:
 the pipeline folds each stream into its row (the latest event wins), and a
 replay rebuilds them.
@@ -72,7 +73,14 @@ CASE = ControlStream(
     author="curator",
     stream_of=lambda row: f"case:{row['case_id']}",
 )
-STREAMS: dict[str, ControlStream] = {s.kind: s for s in (CHECKPOINT, TASK, CASE)}
+DRIFT = ControlStream(
+    kind="drift",
+    table="drift",
+    key="drift_check",
+    author="drift",
+    stream_of=lambda row: f"drift:{row['episode_id']}@{row['run_id']}",
+)
+STREAMS: dict[str, ControlStream] = {s.kind: s for s in (CHECKPOINT, TASK, CASE, DRIFT)}
 """Control streams by kind."""
 CONTROL_TABLES = tuple(s.table for s in STREAMS.values())
 """The tables folded from control streams."""
@@ -90,9 +98,9 @@ def stream_kind(episode_id: str) -> ControlStream | None:
 def stream_key(episode_id: str) -> tuple[str, ...]:
     """The primary key of the row a control stream id names (``task:a@1`` -> ``("a", "1")``)."""
     kind, _, rest = episode_id.partition(":")
-    if kind == TASK.kind:
-        task_id, _, version = rest.rpartition("@")
-        return (task_id, version)
+    if kind in (TASK.kind, DRIFT.kind):
+        first, _, second = rest.rpartition("@")
+        return (first, second)
     return (rest,)
 
 
@@ -194,7 +202,7 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
     stream = stream_kind(event.episode_id)
     if stream is None:
         raise SchemaError(
-            f"{event.episode_id!r} is not a control stream (checkpoint:..., task:... or case:...)",
+            f"{event.episode_id!r} is not a control stream (checkpoint:..., task:..., case:... or drift:...)",
             [("episode_id", "not a control stream")],
         )
     where = f"control stream {event.episode_id[:120]!r}"
@@ -236,6 +244,10 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
         errors += _case_errors(row)
     if stream is TASK and row.get("split") not in (None, "train", "eval"):
         errors.append(("payload.value.split", "must be train or eval"))
+    if stream is DRIFT and "@" in str(row.get("run_id") or ""):
+        errors.append(
+            ("payload.value.run_id", "must not contain '@' (it separates the episode from the run)")
+        )
     if stream is TASK and "@" in str(row.get("task_id") or ""):
         errors.append(
             ("payload.value.task_id", "must not contain '@' (it separates the id from the version)")

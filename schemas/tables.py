@@ -230,6 +230,30 @@ Folded from the ``case:<case_id>`` control stream (the latest curation of a name
 replay rebuilds it; tasks drafted from a case name it in their lineage.
 """
 
+DRIFT = pa.schema(
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("run_id", pa.string(), nullable=False),  # the `trajlake drift` run
+        pa.field("checked_at", TS, nullable=False),
+        pa.field("task_id", pa.string()),
+        pa.field("task_version", pa.string()),  # the version the episode ran
+        pa.field("task_family", pa.string()),
+        pa.field("reproducible", pa.bool_()),  # null: it could not be checked (error says why)
+        pa.field("first_diverging_seq", pa.int64()),
+        pa.field("steps_checked", pa.int64(), nullable=False),  # tool calls executed again
+        pa.field("recorded", pa.string()),  # JSON: the diverging call and its recorded outcome
+        pa.field("replayed", pa.string()),  # JSON: its outcome now
+        pa.field("likely_causes", pa.list_(pa.string()), nullable=False),  # what changed since it ran
+        pa.field("image_recorded", pa.string()),  # the image digest the episode's sandbox ran
+        pa.field("image_now", pa.string()),
+        pa.field("error", pa.string()),
+    ]
+)
+"""Whether recorded episodes still reproduce (``trajlake drift``): one row per episode and run.
+
+Folded from the ``drift:<episode_id>@<run_id>`` control stream on the curation topic.
+"""
+
 TABLES: dict[str, pa.Schema] = {
     "events": EVENTS,
     "quarantine": QUARANTINE,
@@ -241,6 +265,7 @@ TABLES: dict[str, pa.Schema] = {
     "checkpoints": CHECKPOINTS,
     "samples": SAMPLES,
     "failure_cases": FAILURE_CASES,
+    "drift": DRIFT,
 }
 """Arrow schema by table name."""
 
@@ -255,6 +280,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "checkpoints": ("checkpoint_id",),
     "samples": ("episode_id", "sequence"),
     "failure_cases": ("case_id",),
+    "drift": ("episode_id", "run_id"),
 }
 """The key each table is merged by."""
 

@@ -186,6 +186,7 @@ class Settings(BaseSettings):
                 "checkpoint": self.topic_learner,
                 "task": self.topic_tasks,
                 "case": self.topic_curation,
+                "drift": self.topic_curation,
             },  # fmt: skip
             num_workers=workers,
             max_batch_per_partition=max_batch,

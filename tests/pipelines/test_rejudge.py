@@ -105,8 +105,9 @@ def world(kafka: EmbeddedKafka, topic: str, tmp_path: Path, task: Task, pool: Sa
             run_episode(task, ScriptedPolicy(["apply_reference"]), pool, rec).episode_id for _ in range(2)
         ]
         w.idle = run_episode(task, ScriptedPolicy([{"bash": "ls"}]), pool, rec).episode_id
-        # an episode recorded without a final state (e.g. by an older worker): nothing to rebuild
+        # an episode recorded without a final state (e.g. by an older worker): its tool calls rebuild it
         with rec.episode(task=task.ref, policy={"id": "old-worker"}) as ep:
+            ep.tool_result(ep.tool_call("bash", {"command": "echo noted > NOTES.txt"}), exit_code=0)
             ep.reward(judge_name="composite", judge_version="v0", score=1.0, verdict="pass")
         w.stateless = ep.episode_id
         rec.flush()
@@ -120,17 +121,19 @@ def test_rejudge_scores_old_episodes_with_a_new_judge_version(world: World) -> N
     before = world.rewards()
     assert {r["judge_name"] for r in before} == {"composite"} and len(before) == 4
     report = world.rejudge(judge_spec=LENIENT)
-    assert report.count("judged") == 3 and report.count("error") == 0  # type: ignore[attr-defined]
-    (skipped,) = [i for i in report.items if i.outcome == "skipped"]  # type: ignore[attr-defined]
-    assert skipped.episode_id == world.stateless and skipped.reason.startswith("no final state")
+    assert report.count("judged") == 4 and report.count("error") == 0  # type: ignore[attr-defined]
+    (rebuilt,) = [i for i in report.items if i.episode_id == world.stateless]  # type: ignore[attr-defined]
+    assert rebuilt.reason == "final state rebuilt by executing its 1 tool calls again"
     # compared with the online composite verdicts: the idle episode flips fail -> pass
-    assert report.flips() == {("pass", "pass"): 2, ("fail", "pass"): 1}  # type: ignore[attr-defined]
+    assert report.flips() == {("pass", "pass"): 3, ("fail", "pass"): 1}  # type: ignore[attr-defined]
     world.fold()
     after = world.rewards()
     new = [r for r in after if r["judge_name"] == "tests"]
-    assert len(new) == 3 and {r["source"] for r in new} == {"rejudge"}
+    assert len(new) == 4 and {r["source"] for r in new} == {"rejudge"}
     assert {r["rejudge_run_id"] for r in new} == {report.run_id}  # type: ignore[attr-defined]
-    assert {r["episode_id"]: r["verdict"] for r in new} == {e: "pass" for e in [*world.fixed, world.idle]}
+    assert {r["episode_id"]: r["verdict"] for r in new} == {
+        e: "pass" for e in [*world.fixed, world.idle, world.stateless]
+    }
     # the old judgements stay as they were, beside the new ones
     old = sorted(
         (r["episode_id"], r["judge_version"], r["verdict"]) for r in after if r["judge_name"] == "composite"
@@ -146,25 +149,25 @@ def test_a_repeated_run_adds_nothing_and_a_resumed_one_dedups(world: World) -> N
     world.fold()
     again = world.rejudge(judge_spec=LENIENT)
     assert again.count("judged") == 0  # type: ignore[attr-defined]
-    assert {i.reason.split(":")[0] for i in again.items} == {"already scored", "no final state"}  # type: ignore[attr-defined]
+    assert {i.reason.split(":")[0] for i in again.items} == {"already scored"}  # type: ignore[attr-defined]
     # a crashed run resumed under its id re-sends the same event ids: the lake keeps one of each
     resumed = world.rejudge(judge_spec=LENIENT, run_id=first.run_id, force=True)  # type: ignore[attr-defined]
-    assert resumed.count("judged") == 3  # type: ignore[attr-defined]
+    assert resumed.count("judged") == 4  # type: ignore[attr-defined]
     assert sorted(i.event_id for i in resumed.items if i.event_id) == sorted(  # type: ignore[attr-defined]
         i.event_id
         for i in first.items
         if i.event_id  # type: ignore[attr-defined]
     )
     sent = list(read_events(world.kafka.bootstrap, world.judgements_topic))
-    assert len(sent) == 6  # both sends are in the log ...
+    assert len(sent) == 8  # both sends are in the log ...
     world.fold()
     events = world.lake.read("events", where=f"topic = '{world.judgements_topic}'").to_pylist()
-    assert len(events) == 3 and len({e["event_id"] for e in events}) == 3  # ... and folded once
+    assert len(events) == 4 and len({e["event_id"] for e in events}) == 4  # ... and folded once
     # stamped with the run's start, so a resume on another day re-sends byte-identical events
     # into the same event_date partition (the bronze dedup key is event_id + event_date)
     start = dt.datetime.fromtimestamp(run_epoch_ms(first.run_id) / 1000, dt.UTC)  # type: ignore[attr-defined]
     assert {e["ts"] for e in events} == {start}
-    assert len([r for r in world.rewards() if r["judge_name"] == "tests"]) == 3
+    assert len([r for r in world.rewards() if r["judge_name"] == "tests"]) == 4
 
 
 def test_the_task_judge_is_the_default_and_unchanged_versions_are_skipped(world: World) -> None:
@@ -202,3 +205,33 @@ def test_one_unreadable_final_state_is_an_error_item_and_the_run_goes_on(world: 
     by_episode = {i.episode_id: i for i in report.items}  # type: ignore[attr-defined]
     assert by_episode[world.idle].outcome == "error" and "unreadable" in by_episode[world.idle].reason
     assert [by_episode[e].outcome for e in world.fixed] == ["judged", "judged"]
+
+
+def test_a_final_state_not_archived_is_rebuilt_by_re_execution_only_when_it_reproduces(
+    world: World, kafka: EmbeddedKafka, topic: str, tmp_path: Path
+) -> None:
+    rec = EpisodeRecorder.open(
+        bootstrap=kafka.bootstrap, home=tmp_path / "w2", worker_id="w2", topic=topic, delivery="inline"
+    )
+    try:
+        # the fix, made by tool calls and recorded without an archive
+        with rec.episode(task=world.task.ref, policy={"id": "old-worker"}) as fixed:
+            patch = world.task.reference_bytes().decode()
+            cmd = f"git apply - <<'EOF'\n{patch}EOF"
+            fixed.tool_result(fixed.tool_call("bash", {"command": cmd}), exit_code=0)
+            fixed.reward(judge_name="composite", judge_version="v0", score=0.0, verdict="fail")
+        # an output altered on purpose: what the call prints now is not what the log says it printed
+        with rec.episode(task=world.task.ref, policy={"id": "old-worker"}) as forged:
+            forged.tool_result(forged.tool_call("bash", {"command": "echo hi"}), exit_code=0, stdout="bye\n")
+            forged.reward(judge_name="composite", judge_version="v0", score=0.0, verdict="fail")
+        rec.flush()
+    finally:
+        rec.close()
+    world.fold()
+    report = world.rejudge(selection=RejudgeSelection(episode_ids=(fixed.episode_id, forged.episode_id)))
+    by_episode = {i.episode_id: i for i in report.items}  # type: ignore[attr-defined]
+    ok = by_episode[fixed.episode_id]
+    assert (ok.outcome, ok.verdict) == ("judged", "pass"), ok  # the full judge: the fix is really there
+    assert ok.reason == "final state rebuilt by executing its 1 tool calls again"
+    bad = by_episode[forged.episode_id]
+    assert bad.outcome == "error" and "diverged at step" in bad.reason

@@ -17,6 +17,7 @@ def test_every_design_table_has_an_arrow_schema() -> None:
         "tasks",
         "checkpoints",
         "failure_cases",  # the improvement loop's curated cases (a control stream)
+        "drift",  # drift checks' results (a control stream)
     }
 
 
