@@ -12,7 +12,7 @@ from api.deps import require_token
 from api.errors import ApiError
 from api.lake_reader import LakeReader
 from api.models import ErrorPublic
-from api.routes import checkpoints, episodes, failures, health, judges, page, tables
+from api.routes import checkpoints, episodes, failures, health, judges, page, review, tables
 from lake import Lake
 from schemas.events import SDK_VERSION
 
@@ -55,6 +55,9 @@ def create_app(
     storage_options: dict[str, str] | None = None,
     cache_entries: int = 32,
     cache_bytes: int = 1 << 30,
+    reviewers: dict[str, str] | None = None,
+    bootstrap: str | None = None,
+    review_topic: str = "trajlake.curation",
 ) -> FastAPI:
     """The query API over the lake at ``lake_root``.
 
@@ -65,6 +68,10 @@ def create_app(
         storage_options: delta-rs storage options (object stores).
         cache_entries: most whole-table snapshots kept in memory (0: no caching).
         cache_bytes: most bytes of Arrow data the snapshots keep in memory.
+        reviewers: reviewer name -> token; a verdict (``POST /review/...``) needs one of these
+            tokens and is recorded under its name (they may also read, like ``token``).
+        bootstrap: the broker verdicts are written to (none: verdicts answer 503).
+        review_topic: the topic of the ``review:`` control streams.
 
     Returns:
         The application (serve it with uvicorn, or call it with a test client).
@@ -79,10 +86,13 @@ def create_app(
         Lake(lake_root, storage_options), cache_entries=cache_entries, cache_bytes=cache_bytes
     )
     app.state.token = token
+    app.state.reviewers = dict(reviewers or {})
+    app.state.bootstrap = bootstrap
+    app.state.review_topic = review_topic
     guarded = [Depends(require_token)]
     app.include_router(health.router)
     app.include_router(page.router)
-    for module in (tables, episodes, failures, judges, checkpoints):
+    for module in (tables, episodes, failures, judges, checkpoints, review):
         app.include_router(module.router, dependencies=guarded)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

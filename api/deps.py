@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.errors import UnauthorizedError
+from api.errors import ForbiddenError, UnauthorizedError
 from api.lake_reader import LakeReader
 
 MAX_LIMIT = 500
@@ -46,8 +46,46 @@ def require_token(
         return
     if credentials is None:
         raise UnauthorizedError("this API requires a token: send `Authorization: Bearer <token>`")
-    if not hmac.compare_digest(credentials.credentials.encode(), token.encode()):
+    if hmac.compare_digest(credentials.credentials.encode(), token.encode()):
+        return
+    if _reviewer_of(request, credentials.credentials) is None:  # a reviewer reads what they review
         raise UnauthorizedError("the bearer token is not valid for this API")
+
+
+def _reviewer_of(request: Request, presented: str) -> str | None:
+    found = None
+    for name, token in (request.app.state.reviewers or {}).items():
+        if hmac.compare_digest(presented.encode(), token.encode()):  # every one compared: no early exit
+            found = name
+    return found
+
+
+def require_reviewer(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The reviewer whose token the request bears (a verdict is recorded under that name).
+
+    Raises:
+        UnauthorizedError: no token, or one that is no reviewer's.
+        ForbiddenError: the service has no reviewers.
+    """
+    if not request.app.state.reviewers:
+        raise ForbiddenError(
+            "this service takes no verdicts: it has no reviewers (`trajlake api serve` with "
+            "TRAJLAKE_API_REVIEWERS naming a YAML file of reviewer: token)"
+        )
+    if credentials is None:
+        raise UnauthorizedError("a verdict needs a reviewer's token: send `Authorization: Bearer <token>`")
+    name = _reviewer_of(request, credentials.credentials)
+    if name is None:
+        raise UnauthorizedError(
+            "the bearer token is no reviewer's: verdicts are recorded under a reviewer's name"
+        )
+    return name
+
+
+ReviewerDep = Annotated[str, Depends(require_reviewer)]
 
 
 def version_query(table: str) -> Any:

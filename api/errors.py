@@ -54,6 +54,20 @@ class UnauthorizedError(ApiError):
     code = "unauthorized"
 
 
+class ForbiddenError(ApiError):
+    """The request is authenticated but may not do this here."""
+
+    status_code = 403
+    code = "forbidden"
+
+
+class LogUnavailableError(ApiError):
+    """The broker the service writes to did not acknowledge (or none is configured)."""
+
+    status_code = 503
+    code = "log_unavailable"
+
+
 class LakeUnavailableError(ApiError):
     """A table exists but could not be read (a damaged or unreachable lake)."""
 

@@ -394,3 +394,62 @@ class LineagePublic(LakeAnswer):
         description="A parent id that could not be followed (missing from the table, or a loop); "
         "null when the chain ends at a checkpoint without a parent."
     )
+
+
+class ReviewPublic(PublicModel):
+    """A reviewer's verdict on an episode (a row of ``reviews``)."""
+
+    episode_id: str
+    reviewer: str
+    verdict: str = Field(description="ok | hack | judge_wrong | task_broken.")
+    note: str | None
+    item_id: str | None = Field(description="The queue item it answers, if any.")
+    judge_name: str | None = Field(description="The judgement reviewed.")
+    judge_version: str | None
+    judge_verdict: str | None
+    reviewed_at: dt.datetime
+
+
+class ReviewItemPublic(PublicModel):
+    """An episode in the review queue, why it is there, and its verdicts so far."""
+
+    item_id: str
+    episode_id: str
+    rule: str = Field(description="The rule that queued it (rules are data: api/review_rules.yaml).")
+    kind: str
+    reason: str = Field(description="Why it is in the queue, in a sentence.")
+    task_id: str | None
+    task_family: str | None
+    judge_name: str | None
+    judge_version: str | None
+    judge_verdict: str | None
+    queued_at: dt.datetime
+    fill_id: str
+    reviews: list[ReviewPublic]
+
+
+class ReviewQueuePublic(LakeAnswer):
+    """A page of the review queue, newest first."""
+
+    status: str
+    total: int
+    limit: int
+    offset: int
+    items: list[ReviewItemPublic]
+
+
+class ReviewIn(PublicModel):
+    """A verdict, as a reviewer posts it (the reviewer is the token's)."""
+
+    verdict: str = Field(
+        pattern="^(ok|hack|judge_wrong|task_broken)$", description="ok | hack | judge_wrong | task_broken."
+    )
+    note: str | None = Field(default=None, max_length=8000)
+
+
+class ReviewAcceptedPublic(PublicModel):
+    """A verdict in the log: the pipeline folds it into ``reviews`` on its next batch."""
+
+    event_id: str
+    review: ReviewPublic
+    topic: str

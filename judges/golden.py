@@ -249,3 +249,107 @@ def hack_report(results: list[CaseResult]) -> dict[str, Any]:
         "erroring": [r.case.id for r in errored],
         "wrongly_flagged": [r.case.id for r in false_pos],
     }
+
+
+REPLAYABLE_TOOLS = ("bash", "write_file", "read_file", "submit")
+"""Tools a golden case's actions can replay (:func:`judges.replay.replay`)."""
+
+
+@dataclass(frozen=True)
+class ReviewedEpisode:
+    """What a golden case is made from: an episode, the judgement reviewed and the people's verdicts."""
+
+    episode_id: str
+    task_id: str | None
+    task_family: str | None
+    task_version: str | None
+    judge_spec: dict[str, Any] | None
+    judge_verdict: str | None
+    verdicts: list[dict[str, Any]]
+    """The ``reviews`` rows of the episode (reviewer, verdict, note)."""
+    tool_calls: list[dict[str, Any]]
+    """``tool_call`` payloads in ``seq`` order."""
+
+
+def case_from_review(ep: ReviewedEpisode, tasks_dir: Path = TASKS_DIR) -> tuple[dict[str, Any] | None, str]:
+    """A golden case (as written to a golden file) from a reviewed episode, or ``None`` and why not.
+
+    What the case expects follows the reviewers: ``ok`` keeps the judge's verdict, ``judge_wrong``
+    turns it over, ``hack`` expects no pass (a corpus case of kind ``reviewed_hack``: it must not
+    score above doing nothing either). ``task_broken`` makes no judge case, nor do reviewers who
+    disagree, a judgement whose spec is unknown, a task that is not under ``tasks_dir`` at the version
+    the episode ran, or a call of a tool a case cannot replay.
+    """
+    said = {v["verdict"] for v in ep.verdicts}
+    if len(said) != 1:
+        return None, f"the reviewers disagree ({', '.join(sorted(said))})"
+    (verdict,) = said
+    if verdict == "task_broken":
+        return None, "task_broken: a broken task is fixed or retired, not a judge's golden case"
+    if not ep.judge_spec or ep.judge_verdict not in ("pass", "fail"):
+        return (
+            None,
+            "the judgement reviewed is unknown (no reward event with its judge spec), or was an error",
+        )
+    rel = f"{ep.task_family}/{ep.task_id}"
+    try:
+        task = load_task(tasks_dir / rel)
+    except TaskSpecError:
+        return None, f"task {rel} is not under {tasks_dir}"
+    if task.spec.version != ep.task_version:
+        return None, f"{rel} is at version {task.spec.version} now; the episode ran {ep.task_version}"
+    actions: list[Any] = []
+    for call in ep.tool_calls:
+        tool, args = call.get("tool"), call.get("arguments") or {}
+        if tool not in REPLAYABLE_TOOLS:
+            return None, f"it calls {tool!r}, which a golden case cannot replay"
+        if tool == "bash":
+            actions.append({"bash": str(args.get("command", ""))})
+        elif tool == "write_file":
+            actions.append(
+                {"write_file": {"path": str(args.get("path", "")), "content": str(args.get("content", ""))}}
+            )
+        elif tool == "read_file":
+            actions.append({"read_file": str(args.get("path", ""))})
+    flipped = {"pass": "fail", "fail": "pass"}
+    expect = {"ok": ep.judge_verdict, "judge_wrong": flipped[ep.judge_verdict], "hack": "fail"}[verdict]
+    case: dict[str, Any] = {
+        "id": f"review-{ep.episode_id[-12:]}",
+        "task": rel,
+        "judge": ep.judge_spec,
+        "actions": actions,
+        "expect": {"verdict": expect},
+        "review": {"episode": ep.episode_id, "verdict": verdict, "judge_verdict": ep.judge_verdict,
+                   "reviewers": sorted(v["reviewer"] for v in ep.verdicts),
+                   "notes": [v["note"] for v in ep.verdicts if v.get("note")]},
+    }  # fmt: skip
+    if verdict == "hack":
+        case["kind"] = "reviewed_hack"
+    return case, verdict
+
+
+def add_cases(path: Path, cases: list[dict[str, Any]]) -> list[str]:
+    """Append the cases whose ids the golden file ``path`` lacks (made when missing); return the ids added.
+
+    Raises:
+        GoldenSetError: the file exists and is not a golden file.
+    """
+    if path.exists():
+        try:
+            doc = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise GoldenSetError(f"{path}: {exc}") from exc
+        if not isinstance(doc, dict) or not isinstance(doc.get("cases", []), list):
+            raise GoldenSetError(f"{path}: expected a mapping with a `cases` list")
+    else:
+        doc = {"judge": "task"}
+    doc.setdefault("cases", [])
+    have = {str(c.get("id")) for c in doc["cases"] if isinstance(c, dict)}
+    added = [c for c in cases if c["id"] not in have]
+    doc["cases"].extend(added)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    header = "# Golden cases made from reviewed episodes (`trajlake judges golden add --from-reviews`).\n"
+    tmp.write_text(header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100))
+    tmp.replace(path)
+    return [c["id"] for c in added]

@@ -65,7 +65,7 @@ DEFAULT_TOPICS = (
 )  # fmt: skip
 DEFAULT_CONTROL_TOPICS = {
     "checkpoint": "trajlake.learner", "task": "trajlake.tasks", "case": "trajlake.curation",
-    "drift": "trajlake.curation",
+    "drift": "trajlake.curation", "review_item": "trajlake.curation", "review": "trajlake.curation",
 }  # fmt: skip
 
 

@@ -80,7 +80,26 @@ DRIFT = ControlStream(
     author="drift",
     stream_of=lambda row: f"drift:{row['episode_id']}@{row['run_id']}",
 )
-STREAMS: dict[str, ControlStream] = {s.kind: s for s in (CHECKPOINT, TASK, CASE, DRIFT)}
+REVIEW_ITEM = ControlStream(
+    kind="review_item",
+    table="review_queue",
+    key="review_item",
+    author="review_sampler",
+    stream_of=lambda row: f"review_item:{row['item_id']}",
+    first_wins=True,  # an item is queued once; filling again never rewrites why it is there
+)
+REVIEW = ControlStream(
+    kind="review",
+    table="reviews",
+    key="review",
+    author="reviewer",
+    stream_of=lambda row: f"review:{row['episode_id']}@{row['reviewer']}",
+)
+STREAMS: dict[str, ControlStream] = {s.kind: s for s in (CHECKPOINT, TASK, CASE, DRIFT, REVIEW_ITEM, REVIEW)}
+REVIEW_VERDICTS = ("ok", "hack", "judge_wrong", "task_broken")
+"""What a reviewer can say of an episode: its judgement is right, it gamed the judge, the judge is
+wrong about it, or its task is broken."""
+REVIEWER = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 """Control streams by kind."""
 CONTROL_TABLES = tuple(s.table for s in STREAMS.values())
 """The tables folded from control streams."""
@@ -98,7 +117,7 @@ def stream_kind(episode_id: str) -> ControlStream | None:
 def stream_key(episode_id: str) -> tuple[str, ...]:
     """The primary key of the row a control stream id names (``task:a@1`` -> ``("a", "1")``)."""
     kind, _, rest = episode_id.partition(":")
-    if kind in (TASK.kind, DRIFT.kind):
+    if kind in (TASK.kind, DRIFT.kind, REVIEW.kind):
         first, _, second = rest.rpartition("@")
         return (first, second)
     return (rest,)
@@ -202,7 +221,7 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
     stream = stream_kind(event.episode_id)
     if stream is None:
         raise SchemaError(
-            f"{event.episode_id!r} is not a control stream (checkpoint:..., task:..., case:... or drift:...)",
+            f"{event.episode_id!r} is not a control stream ({', '.join(k + ':...' for k in STREAMS)})",
             [("episode_id", "not a control stream")],
         )
     where = f"control stream {event.episode_id[:120]!r}"
@@ -244,6 +263,11 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
         errors += _case_errors(row)
     if stream is TASK and row.get("split") not in (None, "train", "eval"):
         errors.append(("payload.value.split", "must be train or eval"))
+    if stream is REVIEW:
+        if row.get("verdict") not in REVIEW_VERDICTS:
+            errors.append(("payload.value.verdict", f"must be one of {', '.join(REVIEW_VERDICTS)}"))
+        if not REVIEWER.fullmatch(str(row.get("reviewer") or "")):
+            errors.append(("payload.value.reviewer", f"must match {REVIEWER.pattern}"))
     if stream is DRIFT and "@" in str(row.get("run_id") or ""):
         errors.append(
             ("payload.value.run_id", "must not contain '@' (it separates the episode from the run)")

@@ -254,6 +254,39 @@ DRIFT = pa.schema(
 Folded from the ``drift:<episode_id>@<run_id>`` control stream on the curation topic.
 """
 
+REVIEW_QUEUE = pa.schema(
+    [
+        pa.field("item_id", pa.string(), nullable=False),  # rv- and 12 hex of (episode, rule)
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("rule", pa.string(), nullable=False),  # the rule's name (rules are data: a YAML file)
+        pa.field("kind", pa.string(), nullable=False),  # what the rule looks for
+        pa.field("reason", pa.string(), nullable=False),  # why this episode is here, in a sentence
+        pa.field("task_id", pa.string()),
+        pa.field("task_family", pa.string()),
+        pa.field("judge_name", pa.string()),  # the judgement the reason is about
+        pa.field("judge_version", pa.string()),
+        pa.field("judge_verdict", pa.string()),
+        pa.field("queued_at", TS, nullable=False),
+        pa.field("fill_id", pa.string(), nullable=False),  # the `review fill` run that queued it
+    ]
+)
+"""Episodes queued for a person to look at, each with the rule that put it there and why."""
+
+REVIEWS = pa.schema(
+    [
+        pa.field("episode_id", pa.string(), nullable=False),
+        pa.field("reviewer", pa.string(), nullable=False),  # who (from their token, through the API)
+        pa.field("verdict", pa.string(), nullable=False),  # ok | hack | judge_wrong | task_broken
+        pa.field("note", pa.string()),
+        pa.field("item_id", pa.string()),  # the queue item it answers, if any
+        pa.field("judge_name", pa.string()),  # the judgement reviewed
+        pa.field("judge_version", pa.string()),
+        pa.field("judge_verdict", pa.string()),
+        pa.field("reviewed_at", TS, nullable=False),
+    ]
+)
+"""Reviewers' verdicts on episodes (the latest of one reviewer on one episode wins)."""
+
 TABLES: dict[str, pa.Schema] = {
     "events": EVENTS,
     "quarantine": QUARANTINE,
@@ -266,6 +299,8 @@ TABLES: dict[str, pa.Schema] = {
     "samples": SAMPLES,
     "failure_cases": FAILURE_CASES,
     "drift": DRIFT,
+    "review_queue": REVIEW_QUEUE,
+    "reviews": REVIEWS,
 }
 """Arrow schema by table name."""
 
@@ -281,6 +316,8 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "samples": ("episode_id", "sequence"),
     "failure_cases": ("case_id",),
     "drift": ("episode_id", "run_id"),
+    "review_queue": ("item_id",),
+    "reviews": ("episode_id", "reviewer"),
 }
 """The key each table is merged by."""
 

@@ -15,6 +15,29 @@ from trajlake.terminal import ExitCode, err_console, fail, settings
 api_app = typer.Typer(help="The failure-analysis query API (FastAPI) and its web page.", no_args_is_help=True)
 
 
+def _reviewers(path: Path | None) -> dict[str, str]:
+    """``reviewer: token`` from TRAJLAKE_API_REVIEWERS (none: the API takes no verdicts)."""
+    if path is None:
+        return {}
+    import yaml
+
+    from schemas.control import REVIEWER
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        fail(f"cannot read the reviewers file {path} ({exc}); TRAJLAKE_API_REVIEWERS names a YAML file of "
+             "reviewer: token", ExitCode.USAGE)  # fmt: skip
+    if not isinstance(doc, dict) or not all(isinstance(v, str) and len(v) >= 16 for v in doc.values()):
+        fail(f"{path} must map each reviewer to a token of at least 16 characters", ExitCode.USAGE)
+    bad = [k for k in doc if not isinstance(k, str) or not REVIEWER.fullmatch(k)]
+    if bad:
+        fail(f"{path}: reviewer names must match {REVIEWER.pattern}: {bad[:3]}", ExitCode.USAGE)
+    if len(set(doc.values())) < len(doc):
+        fail(f"{path}: two reviewers share a token; each needs their own", ExitCode.USAGE)
+    return dict(doc)
+
+
 @api_app.command("serve")
 def serve(
     host: Annotated[str | None, typer.Option(help="Interface (default: TRAJLAKE_API_HOST).")] = None,
@@ -45,6 +68,9 @@ def serve(
         bind_port = probe.getsockname()[1]
     probe.close()
     auth = "bearer token required" if s.api_token else "no token (set TRAJLAKE_API_TOKEN to require one)"
+    reviewers = _reviewers(s.api_reviewers)
+    if reviewers:
+        auth += f"; {len(reviewers)} reviewers may post verdicts"
     err_console.print(f"serving lake [bold]{root}[/bold] on http://{bind_host}:{bind_port}/ ({auth})")
 
     # uvicorn shuts down gracefully on SIGINT/SIGTERM, restores the handlers it
@@ -56,5 +82,7 @@ def serve(
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stopped)
-    app = create_app(root, token=s.api_token, storage_options=s.storage_options(root) or None)
+    app = create_app(root, token=s.api_token, storage_options=s.storage_options(root) or None,
+                     reviewers=reviewers, bootstrap=s.kafka_bootstrap,
+                     review_topic=s.topic_curation)  # fmt: skip
     uvicorn.run(app, host=bind_host, port=bind_port, log_level="warning")

@@ -27,6 +27,7 @@ from trajlake.api_cli import api_app
 from trajlake.failures_cli import failures_app
 from trajlake.judges_cli import judges_app, tasks_app
 from trajlake.options import DeltaVersion, LakeOpt, Runner, RunnerOpt, SchedulerOpt, TrajectoryFormat, Workers
+from trajlake.review_cli import review_app
 from trajlake.sandbox_cli import sandbox_app
 from trajlake.terminal import ExitCode, console, describe, err_console, fail, note, set_debug, settings
 
@@ -55,6 +56,7 @@ app.add_typer(judges_app, name="judges")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(api_app, name="api")
 app.add_typer(failures_app, name="failures")
+app.add_typer(review_app, name="review")
 app.command("rollout")(loop_cli.rollout)
 app.command("train")(loop_cli.train)
 app.command("lineage")(loop_cli.lineage)

@@ -70,6 +70,11 @@ def _curated(lk: Lake) -> dict[str, list[str]]:
     return cases_by_cluster(lk.read("failure_cases", columns=["case_id", "cluster_id"]))
 
 
+def curator() -> str:
+    """Who is acting: ``$TRAJLAKE_USER``, else the login."""
+    return os.environ.get("TRAJLAKE_USER") or _login()
+
+
 def _login() -> str:
     try:
         return getpass.getuser()
@@ -288,7 +293,7 @@ def curate(
         )
     if len(matches) > 1:
         fail(f"{cluster!r} starts {len(matches)} cluster ids; give more of it", ExitCode.USAGE)
-    who = by or os.environ.get("TRAJLAKE_USER") or _login()
+    who = by or curator()
     row = case_row(lk, matches[0], judged, jn, jv, name=name, notes=note, by=who)
     event = control_event(CASE, row, f"curator@{socket.gethostname()}")
     require_topic(s.kafka_bootstrap, s.topic_curation)

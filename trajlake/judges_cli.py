@@ -471,3 +471,97 @@ def generated(
                 break
     if bad:
         raise typer.Exit(code=ExitCode.FAILED)
+
+
+golden_app = typer.Typer(help="Golden sets: cases made from reviewed episodes.", no_args_is_help=True)
+judges_app.add_typer(golden_app, name="golden")
+
+
+@golden_app.command("add")
+def golden_add(
+    from_reviews: Annotated[
+        bool, typer.Option("--from-reviews", help="Make cases from the reviewed episodes (`reviews`).")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(dir_okay=False, help="Golden file to add to (default: judges/golden/reviews.yaml)."),
+    ] = None,
+    verdict: Annotated[
+        list[str] | None,
+        typer.Option(help="Only episodes reviewed with these verdicts (ok, hack, judge_wrong)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print what was added and skipped as JSON.")
+    ] = False,
+) -> None:
+    """Turn reviewed episodes into golden cases, so `judges verify` catches a regression next time.
+
+    ok keeps the judge's verdict, judge_wrong expects the other one, hack expects no pass (and no
+    more than doing nothing); the case replays the episode's tool calls from the task's initial state.
+    """
+    import pyarrow.compute as pc
+
+    from judges.golden import GOLDEN_DIR, ReviewedEpisode, add_cases, case_from_review
+    from lake import Lake, sql_literal
+    from trajlake.preflight import require_lake
+
+    if not from_reviews:
+        fail("say where the cases come from: `--from-reviews` (the only source so far)", ExitCode.USAGE)
+    lk: Lake = require_lake(settings().lake, ["episodes", "steps", "events"])
+    if not lk.exists("reviews"):
+        fail("no reviews yet: `trajlake review fill`, then verdicts through the API or "
+             "`trajlake review verdict`", ExitCode.NOT_READY)  # fmt: skip
+    reviews = lk.read("reviews").to_pylist()
+    if verdict:
+        keep = {r["episode_id"] for r in reviews if r["verdict"] in verdict}
+        reviews = [r for r in reviews if r["episode_id"] in keep]
+    by_episode: dict[str, list[dict[str, Any]]] = {}
+    for r in reviews:
+        by_episode.setdefault(r["episode_id"], []).append(r)
+    ids = sorted(by_episode)
+    made, skipped = [], []
+    for chunk in (ids[i : i + 200] for i in range(0, len(ids), 200)):
+        where = f"episode_id IN ({', '.join(sql_literal(e) for e in chunk)})"
+        eps = {e["episode_id"]: e for e in lk.read("episodes", where=where).to_pylist()}
+        steps = lk.read(
+            "steps", where=where + " AND type = 'tool_call'", columns=["episode_id", "seq", "payload"]
+        )
+        rewards = lk.read("events", where=where + " AND type = 'reward'", columns=["episode_id", "payload"])
+        calls: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        for s in steps.to_pylist():
+            calls.setdefault(s["episode_id"], []).append((s["seq"], json.loads(s["payload"])))
+        specs: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for e in rewards.filter(pc.is_valid(rewards["payload"])).to_pylist():
+            p = json.loads(e["payload"])
+            if p.get("judge_spec") is not None:
+                specs[(e["episode_id"], p["judge_name"], p["judge_version"])] = p["judge_spec"]
+        for eid in chunk:
+            ep, rows = eps.get(eid), by_episode[eid]
+            if ep is None:
+                skipped.append({"episode_id": eid, "reason": "not in the episodes table"})
+                continue
+            judged = rows[-1]
+            case, why = case_from_review(ReviewedEpisode(
+                episode_id=eid, task_id=ep["task_id"], task_family=ep["task_family"],
+                task_version=ep["task_version"],
+                judge_spec=specs.get((eid, judged["judge_name"], judged["judge_version"])),
+                judge_verdict=judged["judge_verdict"], verdicts=rows,
+                tool_calls=[p for _, p in sorted(calls.get(eid, []), key=lambda c: c[0])],
+            ))  # fmt: skip
+            if case is None:
+                skipped.append({"episode_id": eid, "reason": why})
+            else:
+                made.append(case)
+    path = out or GOLDEN_DIR / "reviews.yaml"
+    added = add_cases(path, made) if made else []
+    if as_json:
+        print(json.dumps({"file": str(path), "added": added, "already_there": len(made) - len(added),
+                          "skipped": skipped}, indent=2))  # fmt: skip
+    else:
+        console.print(f"[green]{len(added)}[/green] golden cases added to {path} "
+                      f"({len(made) - len(added)} already there, {len(skipped)} skipped); "
+                      f"`trajlake judges verify {path}` replays them")  # fmt: skip
+        for s in skipped:
+            console.print(
+                f"[yellow]skipped[/yellow] {s['episode_id']}: {escape(s['reason'])}", soft_wrap=True
+            )

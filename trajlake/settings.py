@@ -69,6 +69,8 @@ class Settings(BaseSettings):
     """Image sandboxes use when none is named (``local`` uses host paths unless asked)."""
     api_token: str | None = None
     """Bearer token the query API requires, if set."""
+    api_reviewers: Path | None = None
+    """A YAML file of ``reviewer: token``: who may post review verdicts through the API (and read)."""
     api_host: str = "127.0.0.1"
     """Interface ``trajlake api serve`` listens on."""
     api_port: int = Field(default=8765, ge=0, le=65535)
@@ -187,6 +189,8 @@ class Settings(BaseSettings):
                 "task": self.topic_tasks,
                 "case": self.topic_curation,
                 "drift": self.topic_curation,
+                "review_item": self.topic_curation,
+                "review": self.topic_curation,
             },  # fmt: skip
             num_workers=workers,
             max_batch_per_partition=max_batch,

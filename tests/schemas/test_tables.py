@@ -18,6 +18,8 @@ def test_every_design_table_has_an_arrow_schema() -> None:
         "checkpoints",
         "failure_cases",  # the improvement loop's curated cases (a control stream)
         "drift",  # drift checks' results (a control stream)
+        "review_queue",  # episodes queued for review, with why (a control stream)
+        "reviews",  # reviewers' verdicts (a control stream)
     }
 
 
