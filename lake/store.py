@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 PIPELINE_TABLES = (
     "events", "quarantine", "episodes", "steps", "rewards", "failures", "samples", "tasks", "checkpoints",
-    "failure_cases", "drift", "review_queue", "reviews",
+    "failure_cases", "drift", "review_queue", "reviews", "retractions",
 )  # fmt: skip
 """The tables the log pipeline writes: every table of the lake, each a projection of the log."""
 

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake import Lake, consistent_versions, sql_literal
+from learners.retractions import Retracted, latest_version, read_retracted
 from learners.tokenizer import CharTokenizer
 
 TABLES_READ = ("episodes", "rewards", "samples")
@@ -271,7 +272,8 @@ def pinned_versions(
 
 
 _EPISODE_COLUMNS = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status",
-                    "completeness", "group_size", "started_at", "ended_at", "source")  # fmt: skip
+                    "completeness", "group_size", "started_at", "ended_at", "source",
+                    "task_version")  # fmt: skip
 
 
 def _seconds(column: pa.ChunkedArray) -> list[float | None]:
@@ -294,6 +296,7 @@ def _trainable(
     spec: DatasetSpec,
     judge_version: str | None,
     excluded: dict[str, str] | None = None,
+    retracted: Retracted | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
     """The episodes a learner may train on in one snapshot, with their scores.
 
@@ -356,6 +359,9 @@ def _trainable(
             whole_at[group] = max(whole_at.get(group, done), done)
         if ep.get("group_size"):
             sizes[group] = max(sizes.get(group, 0), int(ep["group_size"]))
+        if retracted and retracted.hits(ep, (spec.judge_name, judge_version)):
+            why[ep["episode_id"]] = "retracted"  # taken out of training: its group goes with it
+            continue
         if ep["completeness"] == "gap":
             why[ep["episode_id"]] = "gap"  # events lost for good (quarantined): never whole, never waited for
             continue
@@ -461,8 +467,15 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     rewards = _rewards(lk, versions["rewards"], spec.judge_name)
     skipped: Counter[str] = Counter()
     judge_version = spec.judge_version or _most_common_judge_version(episodes, rewards, spec)
+    # the retractions in the snapshot: pinned with the rest (a lineage from before them has none)
+    ret_version = (
+        (spec.versions or {}).get("retractions") if spec.versions is not None else latest_version(lk)
+    )
+    if ret_version is not None:
+        versions = {**versions, "retractions": int(ret_version)}
+    retracted = read_retracted(lk, ret_version)
     excluded: dict[str, str] = {}
-    keep, score = _trainable(episodes, rewards, spec, judge_version, excluded)
+    keep, score = _trainable(episodes, rewards, spec, judge_version, excluded, retracted)
     if spec.since and "episodes" in spec.since:
         before_eps = lk.read("episodes", version=spec.since["episodes"], columns=_EPISODE_COLUMNS)
         before_rw = (
@@ -472,8 +485,9 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
         )
         excluded_before: dict[str, str] = {}
         trained, _ = _trainable(
-            before_eps, before_rw, spec, spec.since_judge_version or judge_version, excluded_before
-        )
+            before_eps, before_rw, spec, spec.since_judge_version or judge_version, excluded_before,
+            read_retracted(lk, spec.since.get("retractions")),
+        )  # fmt: skip
         for eid in list(keep):
             # trained then, or dropped for good then (an expired group stays dropped)
             if eid in trained or excluded_before.get(eid) == "group_expired":

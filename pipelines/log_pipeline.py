@@ -66,6 +66,7 @@ DEFAULT_TOPICS = (
 DEFAULT_CONTROL_TOPICS = {
     "checkpoint": "trajlake.learner", "task": "trajlake.tasks", "case": "trajlake.curation",
     "drift": "trajlake.curation", "review_item": "trajlake.curation", "review": "trajlake.curation",
+    "retraction": "trajlake.curation",
 }  # fmt: skip
 
 

@@ -95,7 +95,19 @@ REVIEW = ControlStream(
     author="reviewer",
     stream_of=lambda row: f"review:{row['episode_id']}@{row['reviewer']}",
 )
-STREAMS: dict[str, ControlStream] = {s.kind: s for s in (CHECKPOINT, TASK, CASE, DRIFT, REVIEW_ITEM, REVIEW)}
+RETRACTION = ControlStream(
+    kind="retraction",
+    table="retractions",
+    key="retraction",
+    author="curator",
+    stream_of=lambda row: f"retraction:{row['retraction_id']}",
+    first_wins=True,  # what a retraction names never changes once in the log
+)
+STREAMS: dict[str, ControlStream] = {
+    s.kind: s for s in (CHECKPOINT, TASK, CASE, DRIFT, REVIEW_ITEM, REVIEW, RETRACTION)
+}
+RETRACTION_SCOPES = ("episode", "group", "task_version", "judge_version")
+"""What a retraction can take out of training (the last two name ``ID@VERSION``)."""
 REVIEW_VERDICTS = ("ok", "hack", "judge_wrong", "task_broken")
 """What a reviewer can say of an episode: its judgement is right, it gamed the judge, the judge is
 wrong about it, or its task is broken."""
@@ -263,6 +275,16 @@ def control_row(event: EventBase) -> tuple[ControlStream, dict[str, Any]]:
         errors += _case_errors(row)
     if stream is TASK and row.get("split") not in (None, "train", "eval"):
         errors.append(("payload.value.split", "must be train or eval"))
+    if stream is RETRACTION:
+        if not CASE_ID.fullmatch(str(row.get("retraction_id") or "")):
+            errors.append(("payload.value.retraction_id", f"must match {CASE_ID.pattern}"))
+        scope, target = row.get("scope"), str(row.get("target") or "")
+        if scope not in RETRACTION_SCOPES:
+            errors.append(("payload.value.scope", f"must be one of {', '.join(RETRACTION_SCOPES)}"))
+        elif scope in ("task_version", "judge_version") and not all(target.rpartition("@")[::2]):
+            errors.append(("payload.value.target", f"a {scope} is NAME@VERSION"))
+        elif not target:
+            errors.append(("payload.value.target", "must not be empty"))
     if stream is REVIEW:
         if row.get("verdict") not in REVIEW_VERDICTS:
             errors.append(("payload.value.verdict", f"must be one of {', '.join(REVIEW_VERDICTS)}"))

@@ -287,6 +287,20 @@ REVIEWS = pa.schema(
 )
 """Reviewers' verdicts on episodes (the latest of one reviewer on one episode wins)."""
 
+RETRACTIONS = pa.schema(
+    [
+        pa.field("retraction_id", pa.string(), nullable=False),
+        pa.field("scope", pa.string(), nullable=False),  # episode | group | task_version | judge_version
+        pa.field(
+            "target", pa.string(), nullable=False
+        ),  # an episode or group id, TASK@VERSION, JUDGE@VERSION
+        pa.field("reason", pa.string(), nullable=False),  # a confirmed hack, a broken task, a failed canary
+        pa.field("retracted_by", pa.string(), nullable=False),
+        pa.field("retracted_at", TS, nullable=False),
+    ]
+)
+"""Data taken out of training: datasets read after a retraction exclude what it names (``retracted``)."""
+
 TABLES: dict[str, pa.Schema] = {
     "events": EVENTS,
     "quarantine": QUARANTINE,
@@ -301,6 +315,7 @@ TABLES: dict[str, pa.Schema] = {
     "drift": DRIFT,
     "review_queue": REVIEW_QUEUE,
     "reviews": REVIEWS,
+    "retractions": RETRACTIONS,
 }
 """Arrow schema by table name."""
 
@@ -318,6 +333,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "drift": ("episode_id", "run_id"),
     "review_queue": ("item_id",),
     "reviews": ("episode_id", "reviewer"),
+    "retractions": ("retraction_id",),
 }
 """The key each table is merged by."""
 

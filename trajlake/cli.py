@@ -22,7 +22,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from trajlake import __version__, drift_cli, eval_cli, loop_cli, rejudge_cli
+from trajlake import __version__, drift_cli, eval_cli, loop_cli, rejudge_cli, retract_cli
 from trajlake.api_cli import api_app
 from trajlake.failures_cli import failures_app
 from trajlake.judges_cli import judges_app, tasks_app
@@ -65,6 +65,7 @@ app.command("export")(loop_cli.export)
 app.command("rejudge")(rejudge_cli.rejudge)
 app.command("eval")(eval_cli.evaluate)
 app.command("drift")(drift_cli.drift)
+app.command("retract")(retract_cli.retract)
 
 
 def _show_version(value: bool) -> None:

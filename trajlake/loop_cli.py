@@ -237,13 +237,37 @@ def publish_checkpoint(
 
 
 def lineage(
-    checkpoint: Annotated[str, typer.Argument(help="Checkpoint id (or `latest`).")],
+    checkpoint: Annotated[str | None, typer.Argument(help="Checkpoint id (or `latest`).")] = None,
+    impacted_by: Annotated[
+        str | None,
+        typer.Option(help="A retraction id: the checkpoints that trained on what it names, transitively."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the chain as JSON.")] = False,
 ) -> None:
     """The chain from a checkpoint back to the data, tables and judges that produced it."""
     from learners.checkpoints import lineage_chain, read_checkpoints
 
     lake = Path(settings().lake)
+    if (checkpoint is None) == (impacted_by is None):
+        fail("give a CHECKPOINT (its chain) or --impacted-by RETRACTION (what trained on it), one of them",
+             ExitCode.USAGE)  # fmt: skip
+    if impacted_by is not None:
+        from learners.retractions import impacted_checkpoints
+        from trajlake.retract_cli import _print_impacted
+
+        try:
+            impacted = impacted_checkpoints(lake, impacted_by)
+        except KeyError:
+            fail(
+                f"no retraction {impacted_by!r} in {lake}/retractions; `trajlake retract` makes one",
+                ExitCode.USAGE,
+            )
+        if as_json:
+            print(json.dumps(impacted, default=str, indent=2))
+        else:
+            _print_impacted(impacted, impacted_by)
+        return
+    assert checkpoint is not None
     if checkpoint == "latest":
         rows = read_checkpoints(lake)
         if not rows:

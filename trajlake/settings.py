@@ -191,6 +191,7 @@ class Settings(BaseSettings):
                 "drift": self.topic_curation,
                 "review_item": self.topic_curation,
                 "review": self.topic_curation,
+                "retraction": self.topic_curation,
             },  # fmt: skip
             num_workers=workers,
             max_batch_per_partition=max_batch,

@@ -62,15 +62,16 @@ def test_tables_list_every_table_with_its_version_and_rows(client: TestClient, s
         "drift",
         "review_queue",
         "reviews",
+        "retractions",
     }
-    # every table is a projection of the log: each batch commits all thirteen
+    # every table is a projection of the log: each batch commits all fourteen
     assert {n: t["version"] for n, t in tables.items() if t["exists"]} == story_lake.after_batch2
     assert tables["episodes"]["rows"] == 12
     assert tables["rewards"]["rows"] == 10 + 8  # v1 online (e11 and the open e10 unscored) + v2 re-judge
     assert tables["failures"]["rows"] == 8 + 5 + 1  # v1, v2 and the unjudged e11
     assert tables["quarantine"]["rows"] == 0
     assert tables["tasks"]["exists"] and tables["tasks"]["rows"] == 0 and tables["checkpoints"]["rows"] == 2
-    assert get(client, "/health") == {"status": "ok", "tables": 13, "damaged": [], "fix": None}
+    assert get(client, "/health") == {"status": "ok", "tables": 14, "damaged": [], "fix": None}
 
 
 def test_episodes_are_newest_first_filtered_and_paged(client: TestClient, story_lake: StoryLake) -> None:

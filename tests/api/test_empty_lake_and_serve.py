@@ -132,7 +132,7 @@ def test_serve_answers_health_and_the_page_over_http(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "the server did not come up"
                 time.sleep(0.2)
         assert health.status_code == 200
-        assert health.json() == {"status": "ok", "tables": 13, "damaged": [], "fix": None}
+        assert health.json() == {"status": "ok", "tables": 14, "damaged": [], "fix": None}
         page = httpx.get(f"{base}/", timeout=5)
         assert page.status_code == 200 and "<svg" in page.text and "failure analysis" in page.text
         assert httpx.get(f"{base}/tables", timeout=5).status_code == 401
@@ -152,6 +152,7 @@ def test_serve_answers_health_and_the_page_over_http(tmp_path: Path) -> None:
             "drift",
             "review_queue",
             "reviews",
+            "retractions",
         }
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)

@@ -35,8 +35,8 @@ def world(
     """A topic, a lake, a starting checkpoint and a sandbox pool shared by the tests of this module."""
     root = tmp_path_factory.mktemp("loop")
     topic = f"t.loop.{random.getrandbits(32):08x}"
-    learner = f"{topic}.learner"
-    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 4, learner: 1}).ensure_topics()
+    learner, curation = f"{topic}.learner", f"{topic}.curation"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 4, learner: 1, curation: 1}).ensure_topics()
     # the judge pays only progress (a correct prefix), so the start has seen the tasks' words: its
     # samples then get some of them right and some not, and groups have rewards to compare
     words = ("sun", "wind", "fish", "abc", "hello", "xyz", "qwer")
@@ -47,7 +47,7 @@ def world(
     )
     with SandboxPool(local_backend, ROLLOUT_SPEC, max_size=1) as pool:
         yield {"root": root, "topic": topic, "learner": learner, "ckpt": ckpt, "rec": rec, "pool": pool,
-               "kafka": kafka}  # fmt: skip
+               "kafka": kafka, "curation": curation}  # fmt: skip
     rec.close()
 
 
@@ -68,8 +68,8 @@ def _fold(world: dict[str, Any]) -> None:
     cfg = PipelineConfig(
         bootstrap=world["kafka"].bootstrap,
         lake_root=str(world["root"] / "lake"),
-        topics=(world["topic"], world["learner"]),
-        control_topics={"checkpoint": world["learner"]},
+        topics=(world["topic"], world["learner"], world["curation"]),
+        control_topics={"checkpoint": world["learner"], "retraction": world["curation"]},
     )
     run_once(cfg)
 
@@ -199,3 +199,64 @@ def test_pinned_reads_exclusions_increments_training_and_lineage(world: dict[str
     child = train(child_args)
     assert child.checkpoint is not None and child.metrics[0]["kl"] > 0.0
     assert child.checkpoint.lineage.metrics["selection"]["judge"]["from"] == "parent"
+
+
+def test_a_retraction_leaves_the_next_dataset_and_names_the_checkpoints_that_trained_on_it(
+    world: dict[str, Any],
+) -> None:
+    import datetime as dt
+
+    from ingest.publish import publish_events
+    from learners.retractions import impacted_checkpoints
+    from schemas.control import RETRACTION, control_event
+
+    lake, root = str(world["root"] / "lake"), world["root"]
+    judge = build_judge(load_task(TASKS / "wordplay" / "wordplay-006").spec.judge)
+    only = ["wordplay-006", "wordplay-007"]
+    first = _episodes(world, only, 3, "r1")
+    _fold(world)
+    args = dict(lake=lake, checkpoint_root=str(root / "ckpt"), judge_name=judge.name, task_ids=only, epochs=1,
+                drop_zero_advantage_groups=False)  # fmt: skip
+    a = train(TrainArgs(**args, parent=world["ckpt"].path, incremental=False)).checkpoint  # type: ignore[arg-type]
+    assert a is not None
+    _episodes(world, only, 3, "r2")
+    _fold(world)
+    b = train(TrainArgs(**args, parent=a.path)).checkpoint  # type: ignore[arg-type]
+    assert b is not None and b.lineage.parent_id == a.checkpoint_id
+    for info in (world["ckpt"], a, b):
+        publish_checkpoint(world["kafka"].bootstrap, world["learner"], info)
+    _fold(world)
+    before = load_samples(DatasetSpec(lake=lake, judge_name=judge.name, task_ids=frozenset(only)))
+    assert first[0].episode_id in {s.episode_id for s in before.samples}
+
+    # a confirmed hack: one episode of the first round is taken out of training
+    now = dt.datetime.now(dt.UTC)
+    row = {"retraction_id": "hack-1", "scope": "episode", "target": first[0].episode_id,
+           "reason": "confirmed hack", "retracted_by": "tester", "retracted_at": now}  # fmt: skip
+    publish_events(
+        world["kafka"].bootstrap, world["curation"], [control_event(RETRACTION, row, "retraction")]
+    )
+    _fold(world)
+    after = load_samples(DatasetSpec(lake=lake, judge_name=judge.name, task_ids=frozenset(only)))
+    ids = {s.episode_id for s in after.samples}
+    group = {o.episode_id for o in first if o.group_id == first[0].group_id}
+    assert not ids & group  # the episode and its group (its baseline included the hack) are out
+    assert after.skipped["retracted"] == 1 and after.skipped["partial_group"] >= len(group) - 1
+    assert ids == {s.episode_id for s in before.samples} - group
+    assert "retractions" in after.table_versions  # pinned like the rest: a replayed read sees the same
+    # the checkpoint that trained on it, and its child, which inherits its weights
+    impacted = {c["checkpoint_id"]: c for c in impacted_checkpoints(lake, "hack-1")}
+    assert set(impacted) == {a.checkpoint_id, b.checkpoint_id}
+    assert impacted[a.checkpoint_id]["trained_on_retracted"] == 1 and impacted[a.checkpoint_id]["via"] is None
+    assert (
+        impacted[b.checkpoint_id]["trained_on_retracted"] == 0
+        and impacted[b.checkpoint_id]["via"] == a.checkpoint_id
+    )
+    # a retraction of the second round's group names only the checkpoint that read it
+    late = {"retraction_id": "broken-2", "scope": "group", "target": f"r2:{only[1]}", "reason": "broken task",
+            "retracted_by": "tester", "retracted_at": dt.datetime.now(dt.UTC)}  # fmt: skip
+    publish_events(
+        world["kafka"].bootstrap, world["curation"], [control_event(RETRACTION, late, "retraction")]
+    )
+    _fold(world)
+    assert [c["checkpoint_id"] for c in impacted_checkpoints(lake, "broken-2")] == [b.checkpoint_id]

@@ -20,6 +20,7 @@ def test_every_design_table_has_an_arrow_schema() -> None:
         "drift",  # drift checks' results (a control stream)
         "review_queue",  # episodes queued for review, with why (a control stream)
         "reviews",  # reviewers' verdicts (a control stream)
+        "retractions",  # data taken out of training (a control stream)
     }
 
 

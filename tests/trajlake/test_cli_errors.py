@@ -115,6 +115,15 @@ BAD_ARGUMENTS = [
     (("replay", "--into", "/tmp/x", "--from-time", "yesterday"), "is not an ISO time"),
     (("rejudge", "--tasks", str(WORDPLAY), "--judge", '{"name": "nosuchjudge"}'), "nosuchjudge"),
     (("import", "--format", "json", "x.json"), "--format"),
+    (("retract", "--reason", "hack"), "name one thing to retract"),
+    (("retract", "--reason", "hack", "--episode", "e", "--group", "g"), "name one thing to retract"),
+    (("retract", "--reason", "x", "--task", "no-version"), "a task_version is NAME@VERSION"),
+    (("lineage",), "give a CHECKPOINT"),
+    (("eval", "--tasks", str(WORDPLAY)), "name the policy to evaluate once"),
+    (("eval", "--tasks", str(WORDPLAY), "--samples", "0"), "--samples"),
+    (("drift", "--since", "last week"), "neither an ISO 8601 time nor an age"),
+    (("review", "queue", "--status", "closed"), "--status is open, reviewed or all"),
+    (("judges", "golden", "add"), "--from-reviews"),
 ]
 
 
