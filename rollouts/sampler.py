@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +28,12 @@ class Assignment:
 
 
 def group_id(tag: str, task_id: str, rng: random.Random) -> str:
-    """A new group id for the G attempts at one task (``<tag>:<task>:<48 random bits>``)."""
-    return f"{tag}:{task_id}:{rng.getrandbits(48):012x}"
+    """A new group id for the G attempts at one task (``<tag>:<task>:<48 bits of rng><32 fresh bits>``).
+
+    The fresh bits keep two runs with the same seed (the same tasks, drawn alike) from sharing group
+    ids: their attempts are two groups, never one group of twice the size.
+    """
+    return f"{tag}:{task_id}:{rng.getrandbits(48):012x}{secrets.token_hex(4)}"
 
 
 def group_assignments(

@@ -565,3 +565,152 @@ def golden_add(
             console.print(
                 f"[yellow]skipped[/yellow] {s['episode_id']}: {escape(s['reason'])}", soft_wrap=True
             )
+
+
+@judges_app.command("impact")
+def impact(
+    judge: Annotated[
+        Any,
+        typer.Option(
+            parser=str,
+            callback=_judge_spec_option,
+            metavar="SPEC",
+            help='The new judge: JSON {"name":..,"config":{..}} or @FILE.',
+        ),
+    ],  # fmt: skip
+    tasks: Annotated[
+        list[Path],
+        typer.Option("--tasks", exists=True, help="Task directories, or folders of them (repeatable)."),
+    ],
+    where: Annotated[
+        str | None,
+        typer.Option(help="SQL predicate over the episodes table, e.g. \"task_family = 'pyfix'\"."),
+    ] = None,
+    sample: Annotated[
+        int | None, typer.Option(min=1, help="About this many episodes, whole groups at random.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --sample.")] = 0,
+    max_flip_rate: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="Exit 1 when more verdicts than this share flip.")
+    ] = None,
+    queue: Annotated[bool, typer.Option(help="Put the flipped episodes in the review queue.")] = True,
+    workers: Annotated[int, typer.Option(min=1, help="Episodes judged at once.")] = 2,
+    backend: BackendOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """What a judge change would do: re-judge recorded episodes (dry run) and compare with the current one.
+
+    Verdict flips by family, groups whose advantages change sign, groups that become constant;
+    the flipped episodes enter the review queue. `--max-flip-rate X` gates the change (exit 1 above).
+    """
+    from ingest.blobs import BlobStore
+    from judges.tasks import find_task_dirs, load_task
+    from pipelines.impact import ImpactError
+    from pipelines.impact import impact as run_impact
+    from rollouts.runner import ROLLOUT_SPEC
+    from sandboxes import SandboxPool
+    from trajlake.preflight import require_backend, require_images, require_lake
+
+    s = settings()
+    lk = require_lake(s.lake, ["episodes", "rewards", "events"])
+    loaded = {t.id: t for t in (load_task(d) for d in find_task_dirs(tasks))}
+    if not loaded:
+        fail(f"no task.yaml under {', '.join(map(str, tasks))}", ExitCode.USAGE)
+    backend_ = require_backend(s, backend.value if backend else None)
+    require_images(backend_, [t.spec.initial_state.image for t in loaded.values()])
+    try:
+        with SandboxPool(backend_, ROLLOUT_SPEC, max_size=workers) as pool, _progress() as progress:
+            bar = progress.add_task("selecting episodes", total=None)
+            report = run_impact(lk, loaded, pool, BlobStore(s.blobs), judge, where=where, sample=sample,
+                                seed=seed, workers=workers,
+                                on_selected=lambda n: progress.update(bar, total=n, description="judging"),
+                                on_item=lambda i: progress.advance(bar))  # fmt: skip
+    except ImpactError as exc:
+        fail(str(exc), ExitCode.USAGE)
+    finally:
+        backend_.close()
+    queued = _queue_flips(report) if queue and report.flips else 0
+    out = {
+        "judge": {"name": report.judge_name, "version": report.judge_version},
+        "selected": report.selected, "compared": len(report.compared), "skipped": dict(report.skipped),
+        "errors": [{"episode_id": e.episode_id, "reason": e.reason} for e in report.errors],
+        "flips": len(report.flips), "flip_rate": round(report.flip_rate, 6), "max_flip_rate": max_flip_rate,
+        "by_family": report.by_family(),
+        "groups": {"checked": report.groups_checked, "sign_changed": report.sign_changed,
+                   "became_constant": report.became_constant},
+        "flipped": [{"episode_id": c.episode_id, "task_id": c.task_id, "family": c.family,
+                     "from": c.old_verdict, "to": c.new_verdict, "old_score": c.old_score,
+                     "new_score": c.new_score, "old_judge": c.old_judge}
+                    for c in report.flips],
+        "queued_for_review": queued,
+    }  # fmt: skip
+    if as_json:
+        print(json.dumps(out, indent=2))
+    else:
+        table = Table(
+            title=f"impact of {report.judge_name} {report.judge_version}: {len(report.compared)} episodes"
+        )
+        for col in ("family", "compared", "flips", "pass -> fail", "fail -> pass"):
+            table.add_column(col)
+        for fam, row in out["by_family"].items():
+            table.add_row(fam, str(row["compared"]), str(row["flips"]), str(row["pass_to_fail"]),
+                          str(row["fail_to_pass"]))  # fmt: skip
+        console.print(table)
+        console.print(f"flip rate {report.flip_rate:.1%} ({len(report.flips)} of {len(report.compared)}); "
+                      f"{len(report.sign_changed)} of {report.groups_checked} groups change an advantage's "
+                      f"sign, {len(report.became_constant)} become constant; {queued} flipped episodes "
+                      f"queued for review; {len(report.errors)} errors, "
+                      f"{sum(report.skipped.values())} skipped")  # fmt: skip
+    if max_flip_rate is not None and report.flip_rate > max_flip_rate:
+        err_console.print(
+            f"[red]the flip rate {report.flip_rate:.1%} is above --max-flip-rate {max_flip_rate:.1%}[/red]"
+        )
+        raise typer.Exit(code=ExitCode.FAILED)
+    if report.errors:
+        raise typer.Exit(code=ExitCode.FAILED)
+
+
+def _judge_spec_option(text: str | None) -> Any:
+    from trajlake.rejudge_cli import _judge_spec
+
+    return _judge_spec(text)
+
+
+def _queue_flips(report: Any) -> int:
+    """Put the flipped episodes in the review queue (rule ``judge-impact``); return how many were new."""
+    import datetime as dt
+
+    from api.review import item_id
+    from ingest.kafka_broker import require_broker, require_topic
+    from ingest.publish import publish_events
+    from lake import Lake
+    from schemas.control import REVIEW_ITEM, control_event
+    from trajlake.loop import fold_log
+
+    s = settings()
+    lk = Lake(s.lake)
+    have = set(lk.read("review_queue", columns=["item_id"]).column("item_id").to_pylist()) if lk.exists(
+        "review_queue") else set()  # fmt: skip
+    rule = f"judge-impact:{report.judge_name}@{report.judge_version}"
+    now = dt.datetime.now(dt.UTC)
+    fill = f"impact-{now:%Y%m%dT%H%M%S}"
+    rows = [
+        {"item_id": item_id(c.episode_id, rule), "episode_id": c.episode_id, "rule": rule,
+         "kind": "verdict_flip",
+         "reason": f"{report.judge_name} {report.judge_version} would say {c.new_verdict} "
+                   f"({c.new_score:.2f}); "
+                   f"{c.old_judge} says {c.old_verdict} ({c.old_score:.2f})",
+         "task_id": c.task_id, "task_family": c.family, "judge_name": report.judge_name,
+         "judge_version": report.judge_version, "judge_verdict": c.new_verdict, "queued_at": now,
+         "fill_id": fill}
+        for c in report.flips
+        if item_id(c.episode_id, rule) not in have
+    ]  # fmt: skip
+    if rows:
+        require_broker(s.kafka_bootstrap)
+        require_topic(s.kafka_bootstrap, s.topic_curation)
+        publish_events(
+            s.kafka_bootstrap, s.topic_curation, [control_event(REVIEW_ITEM, r, "judge-impact") for r in rows]
+        )
+        fold_log(s)
+    return len(rows)
