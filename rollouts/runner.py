@@ -95,7 +95,8 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
         with SandboxPool(backend, ROLLOUT_SPEC, max_size=cfg.sandboxes_per_worker) as pool:
             for a in assignments:
                 task = tasks.get(a.task_dir) or tasks.setdefault(a.task_dir, load_task(a.task_dir))
-                meta = {**cfg.metadata, **({"group_size": a.group_size} if a.group_size else {})}
+                meta = {**cfg.metadata, **(a.metadata or {}),
+                        **({"group_size": a.group_size} if a.group_size else {})}  # fmt: skip
                 outcome = run_episode(
                     task, policy, pool, rec, group_id=a.group_id, attempt=a.attempt, metadata=meta
                 )

@@ -25,6 +25,8 @@ class Assignment:
     attempt: int
     group_size: int | None = None
     """Attempts in the group (recorded, so a learner trains the group only once all of them are in)."""
+    metadata: Mapping[str, Any] | None = None
+    """Recorded on the episode's ``episode_started`` (e.g. why the curriculum chose the task)."""
 
 
 def group_id(tag: str, task_id: str, rng: random.Random) -> str:

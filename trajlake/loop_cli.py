@@ -29,6 +29,19 @@ def rollout(
     tier: Annotated[list[str] | None, typer.Option(help="Only these tiers.")] = None,
     backend: BackendOpt = None,
     seed: Annotated[int, typer.Option(help="Task sampling seed.")] = 0,
+    curriculum: Annotated[
+        bool,
+        typer.Option(
+            help="Draw tasks by difficulty pool (recent pass rate) and replace constant-reward groups."
+        ),
+    ] = False,
+    curriculum_file: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="Pools, weights and bounds of the curriculum (YAML)."),
+    ] = None,
+    budget_s: Annotated[
+        float | None, typer.Option(min=0.0, help="With --curriculum: seconds to spend, cheaper tiers first.")
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary and the episodes as JSON instead of a table.")
     ] = False,
@@ -52,9 +65,15 @@ def rollout(
     require_broker(s.kafka_bootstrap)
     require_images(require_backend(s), [t.spec.initial_state.image for t in pool.tasks])
     n_tasks = max(1, episodes // max(1, group_size))
-    assignments = pool.sample(n_tasks, group_size, rng=random.Random(seed), tag="rollout")[:episodes]
+    rng = random.Random(seed)
+    plan = None
+    if curriculum or curriculum_file or budget_s is not None:
+        plan = _curriculum(s, pool, curriculum_file, rng, n_tasks, group_size, budget_s)
+        assignments = plan.first()
+    else:
+        assignments = pool.sample(n_tasks, group_size, rng=rng, tag="rollout")[:episodes]
     cfg = rollout_config(s, policy, workers=workers)
-    outcomes = []
+    outcomes: list[Any] = []
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -68,10 +87,16 @@ def rollout(
             outcomes.append(o)
             progress.update(bar, advance=1, description=f"{o.task_id}: {o.status}")
 
-        run_rollouts(cfg, assignments, on_outcome=show)
+        while assignments:
+            before = len(outcomes)
+            run_rollouts(cfg, assignments, on_outcome=show)
+            assignments = plan.refill(outcomes[before:]) if plan is not None else []
+            progress.update(bar, total=len(outcomes) + len(assignments))
     summary = summarize(outcomes)
+    extra = {"curriculum": plan.report()} if plan is not None else {}
     if as_json:
-        print(json.dumps({"summary": summary.as_dict(), "episodes": [asdict(o) for o in outcomes]}, indent=2))
+        print(json.dumps({"summary": summary.as_dict(), **extra, "episodes": [asdict(o) for o in outcomes]},
+                         indent=2))  # fmt: skip
     else:
         table = Table(title=f"{len(outcomes)} episodes, policy {policy}")
         for col in ("task", "group", "status", "verdict", "score", "steps", "seconds"):
@@ -87,6 +112,12 @@ def rollout(
                 f"{o.duration_s:.1f}",
             )
         console.print(table)
+        if plan is not None:
+            r = plan.report()
+            pools = ", ".join(f"{k} {v}" for k, v in sorted(r["pools"].items()))
+            console.print(f"curriculum: tasks by pool {pools}; {r['constant_groups']} constant-reward "
+                          f"groups, {r['refilled']} replaced (bound {r['max_refills']}), "
+                          f"{r['unreplaced']} not")  # fmt: skip
         if summary.model_calls:
             console.print(
                 f"{summary.model_calls} model calls, {summary.history_breaks} broke the token history "
@@ -99,6 +130,76 @@ def rollout(
             "prompt that did not continue the conversation's token history, so their episodes train as "
             "several sequences; send prompts as ids (`tokenizer=DIR` in the openai policy spec: token in/out)"
         )
+
+
+class _Curriculum:
+    """The rounds of a curriculum rollout: the first draw, then replacements of constant groups."""
+
+    def __init__(
+        self, sampler: Any, rng: random.Random, n_tasks: int, group_size: int, budget_s: float | None
+    ):
+        from rollouts.curriculum import assignments
+
+        self.sampler, self.rng, self.group_size = sampler, rng, group_size
+        self.max_refills = sampler.config.max_refills
+        self.choices = sampler.draw(n_tasks, rng, budget_s=budget_s, group_size=group_size)
+        self.used = {c.task.id for c in self.choices}
+        self.round = 0
+        self.constant = self.refilled = self.unreplaced = 0
+        self._first = assignments(self.choices, group_size, rng, tag="rollout")
+
+    def first(self) -> list[Any]:
+        return self._first
+
+    def refill(self, outcomes: list[Any]) -> list[Any]:
+        """Fresh tasks for this round's constant-reward groups, within the bound (counted)."""
+        from rollouts.curriculum import assignments, constant_groups
+
+        flat = constant_groups(outcomes)
+        self.constant += len(flat)
+        room = self.max_refills - self.refilled
+        new = self.sampler.draw(min(len(flat), max(0, room)), self.rng, exclude=self.used,
+                                group_size=self.group_size)  # fmt: skip
+        self.unreplaced += len(flat) - len(new)
+        if not new:
+            return []
+        self.round += 1
+        self.refilled += len(new)
+        self.used |= {c.task.id for c in new}
+        self.choices += new
+        replaces = {c.task.id: g for c, g in zip(new, flat, strict=False)}
+        return assignments(
+            new, self.group_size, self.rng, tag="rollout", round_=self.round, replaces=replaces
+        )
+
+    def report(self) -> dict[str, Any]:
+        from collections import Counter
+
+        return {"pools": dict(Counter(c.pool for c in self.choices)), "constant_groups": self.constant,
+                "refilled": self.refilled, "unreplaced": self.unreplaced, "max_refills": self.max_refills,
+                "rounds": self.round + 1,
+                "choices": [{"task_id": c.task.id, "pool": c.pool, "pass_rate": c.rate, "reason": c.reason}
+                            for c in self.choices]}  # fmt: skip
+
+
+def _curriculum(s: Any, pool: Any, path: Path | None, rng: random.Random, n_tasks: int, group_size: int,
+                budget_s: float | None) -> _Curriculum:  # fmt: skip
+    from lake import Lake
+    from rollouts.curriculum import CurriculumConfig, CurriculumError, CurriculumSampler, task_stats
+
+    try:
+        config = CurriculumConfig.load(path)
+    except CurriculumError as exc:
+        fail(str(exc), ExitCode.USAGE)
+    lk = Lake(s.lake)
+    stats = {}
+    if lk.exists("episodes") and lk.exists("rewards"):
+        stats = task_stats(lk.read("episodes"), lk.read("rewards"), recent_versions=config.recent_versions)
+    plan = _Curriculum(CurriculumSampler(pool.tasks, stats, config), rng, n_tasks, group_size, budget_s)
+    if not plan.choices:
+        fail(f"no task fits: the budget of {budget_s:.0f}s is below the cheapest task's group" if budget_s
+             else "no task has a pool with a weight above 0 in the curriculum", ExitCode.USAGE)  # fmt: skip
+    return plan
 
 
 def train(
