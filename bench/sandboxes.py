@@ -11,7 +11,11 @@ One run, per backend:
   pool kept warm (reset and health check happen off the caller's path);
 - ``exec``: ``exec python3 -c pass`` in a sandbox already held;
 - ``snapshot`` / ``restore`` of a workspace of 200 files (4 MiB);
-- throughput: execs/s with N sandboxes used concurrently by N threads.
+- throughput: execs/s with N sandboxes used concurrently by N threads;
+- ``state cache``: acquire-to-first-action for a task whose setup builds its workspace
+  (generates 300 modules, byte-compiles them): leased from a warm pool, prepared cold (files
+  copied, setup run) against prepared from the shared state cache (``judges/state_cache.py``),
+  then the first action; the cached state's file-tree digest is checked equal to the cold one's.
 
 Both backends run on the recorded base image (the same root filesystem).
 Baselines in the same run: the same command by a raw ``bwrap`` with the same
@@ -188,16 +192,80 @@ def bench_baselines(rounds: int, backends: list[str]) -> dict[str, Any]:
     return out
 
 
+SETUP = [
+    "mkdir -p gen && python3 -c \"import pathlib; [pathlib.Path(f'gen/m{i}.py').write_text("
+    "''.join(f'def f{j}(x):\\n    return x * {j}\\n' for j in range(60))) for i in range(300)]\"",
+    "python3 -m compileall -q gen",
+]
+"""A build step: 300 generated modules, byte-compiled (what a task's setup commonly does)."""
+
+
+def make_setup_task(root: Path) -> Path:
+    """pyfix-004 with a setup that builds part of its workspace."""
+    import shutil
+
+    import yaml
+
+    tasks = Path(__file__).resolve().parents[1] / "tasks" / "pyfix"
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(tasks / "family.yaml", root / "family.yaml")
+    dest = root / "pyfix-004"
+    shutil.copytree(tasks / "pyfix-004", dest)
+    spec = yaml.safe_load((dest / "task.yaml").read_text())
+    spec.setdefault("initial_state", {})["setup"] = SETUP
+    (dest / "task.yaml").write_text(yaml.safe_dump(spec))
+    return dest
+
+
+def bench_state_cache(name: str, rounds: int, root: Path) -> dict[str, Any]:
+    """Acquire-to-first-action, prepared cold against prepared from the state cache."""
+    from judges.final_state import read_archive
+    from judges.state_cache import StateCache
+    from judges.tasks import load_task
+
+    task = load_task(make_setup_task(root / "tasks"))
+    backend = get_backend(name)
+    cache = StateCache(root / f"cache-{name}")
+    digests: dict[str, set[str]] = {"cold": set(), "cached": set()}
+    with SandboxPool(backend, SPEC.with_(image=IMAGE), max_size=1) as pool:
+
+        def attempt(kind: str, check: bool = False) -> None:
+            with pool.lease(image=IMAGE, workspace=task.initial_dir) as sb:
+                if kind == "cold":
+                    task.prepare(sb)
+                else:
+                    cache.prepare(task, sb)
+                sb.exec(["true"], timeout=30)  # the first action
+                if check:  # (outside the timed rounds)
+                    digests[kind].add(read_archive(sb.export_workspace()).digest)
+
+        n = max(5, rounds // 10)
+        cold = timed(lambda: attempt("cold"), n, warmup=1)
+        cached = timed(lambda: attempt("cached"), n, warmup=1)
+        for kind in ("cold", "cached", "cold", "cached"):
+            attempt(kind, check=True)
+    backend.close()
+    return {"cold": stats(cold), "cached": stats(cached), "rounds": n, "hits": cache.hits,
+            "misses": cache.misses, "same_tree": len(digests["cold"] | digests["cached"]) == 1,
+            "ratio_p50": stats(cold)["p50_ms"] / stats(cached)["p50_ms"]}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="sandbox latency and throughput vs raw bwrap / docker")
     ap.add_argument("--backends", default="local,docker")
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--threads", default="1,2,4")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--state-cache-only", action="store_true", help="Only the state cache measurement.")
     args = ap.parse_args()
     backends = args.backends.split(",")
     threads = [int(x) for x in args.threads.split(",")]
     results: dict[str, Any] = {"machine": {"cpus": os.cpu_count()}, "backends": {}}
+    if args.state_cache_only:
+        _state_cache_report(results, backends, args.rounds)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         template = make_template(Path(tmp))
         for name in backends:
@@ -226,8 +294,22 @@ def main() -> None:
     for bname, s in results["baselines"].items():
         table.add_row("-", bname, f"{s['p50_ms']:.1f}", f"{s['p99_ms']:.1f}", "", "")
     console.print(table)
+    _state_cache_report(results, backends, args.rounds)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+
+
+def _state_cache_report(results: dict[str, Any], backends: list[str], rounds: int) -> None:
+    table = Table(title="acquire to first action, a task with a build step: cold against the state cache")
+    for col in ("backend", "cold p50 ms", "cached p50 ms", "cold / cached", "same tree", "hits", "misses"):
+        table.add_column(col)
+    for name in backends:
+        with tempfile.TemporaryDirectory() as tmp:
+            r = bench_state_cache(name, rounds, Path(tmp))
+        results.setdefault("state_cache", {})[name] = r
+        cells = (f"{r['cold']['p50_ms']:.0f}", f"{r['cached']['p50_ms']:.0f}", f"{r['ratio_p50']:.2f}x")
+        table.add_row(name, *cells, str(r["same_tree"]), str(r["hits"]), str(r["misses"]))
+    console.print(table)
 
 
 if __name__ == "__main__":

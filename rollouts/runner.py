@@ -44,6 +44,8 @@ class RolloutConfig:
     workers: int = 2
     sandboxes_per_worker: int = 1
     metadata: dict[str, Any] = field(default_factory=dict)
+    state_cache: bool = True
+    """Share tasks' prepared initial states across attempts and workers (``$home/cache/states``)."""
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
 
 
@@ -72,6 +74,7 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
     stopping = False
     try:
         from ingest.recorder import EpisodeRecorder
+        from judges.state_cache import StateCache
         from judges.tasks import load_task
         from rollouts.worker import run_episode
         from sandboxes.pool import SandboxPool
@@ -83,6 +86,7 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
         backend = get_backend(cfg.sandbox_backend, cfg.sandbox_config)
         closers.append(backend.close)
         tasks: dict[str, Any] = {}
+        cache = StateCache(Path(cfg.home) / "cache" / "states") if cfg.state_cache else None
         rec = EpisodeRecorder.open(
             bootstrap=cfg.bootstrap,
             home=Path(cfg.home),
@@ -98,7 +102,14 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
                 meta = {**cfg.metadata, **(a.metadata or {}),
                         **({"group_size": a.group_size} if a.group_size else {})}  # fmt: skip
                 outcome = run_episode(
-                    task, policy, pool, rec, group_id=a.group_id, attempt=a.attempt, metadata=meta
+                    task,
+                    policy,
+                    pool,
+                    rec,
+                    group_id=a.group_id,
+                    attempt=a.attempt,
+                    metadata=meta,
+                    state_cache=cache,
                 )
                 out.put(("episode", outcome))
         rec.flush(timeout=120)

@@ -17,6 +17,7 @@ from ingest.errors import IngestError
 from ingest.recorder import Episode, EpisodeRecorder
 from judges.context import JudgeContext
 from judges.registry import build_judge
+from judges.state_cache import StateCache
 from judges.tasks import Task
 from rollouts.policies import Policy
 from sandboxes.errors import SandboxError, SandboxQuotaError
@@ -89,6 +90,7 @@ def run_episode(
     attempt: int = 0,
     metadata: dict[str, Any] | None = None,
     acquire_timeout: float = 120.0,
+    state_cache: StateCache | None = None,
 ) -> EpisodeOutcome:
     """Run one episode of ``task`` with ``policy`` and record all of it.
 
@@ -125,7 +127,10 @@ def run_episode(
             image=task.spec.initial_state.image, workspace=task.initial_dir, timeout=acquire_timeout,
             listener=ep.sandbox_step,
         ) as sb:  # fmt: skip
-            task.prepare(sb)
+            if state_cache is not None:  # the prepared state, shared by attempts and workers
+                state_cache.prepare(task, sb)
+            else:
+                task.prepare(sb)
             policy.begin(task)
             deadline = start + limits.time_limit_s
             observation: str | None = None
