@@ -16,6 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.errors import ForbiddenError, UnauthorizedError
 from api.lake_reader import LakeReader
+from schemas import fixes
 
 MAX_LIMIT = 500
 """Most items one page of a list may hold."""
@@ -72,8 +73,7 @@ def require_reviewer(
     """
     if not request.app.state.reviewers:
         raise ForbiddenError(
-            "this service takes no verdicts: it has no reviewers (`trajlake api serve` with "
-            "TRAJLAKE_API_REVIEWERS naming a YAML file of reviewer: token)"
+            f"this service takes no verdicts: it has no reviewers; {fixes.API_REVIEWERS.render()}"
         )
     if credentials is None:
         raise UnauthorizedError("a verdict needs a reviewer's token: send `Authorization: Bearer <token>`")

@@ -32,6 +32,7 @@ from ingest.errors import DeliveryTimeoutError, IngestError, SinkError, SinkReje
 from ingest.kafka_sink import is_rejection
 from ingest.sink import EventSink, Receipt
 from ingest.spool import Damage, Segment, Spool
+from schemas import fixes
 
 log = logging.getLogger(__name__)
 
@@ -399,8 +400,8 @@ class SpooledDelivery(Delivery):
         if not self.spool.wait_drained(left):
             raise DeliveryTimeoutError(
                 f"{self.spool.pending} records not acknowledged after {timeout}s; "
-                f"they stay in the spool at {self.spool.directory} and are sent when the broker "
-                "answers (`trajlake spool drain` sends the spools of workers that are gone)"
+                f"they stay in the spool at {self.spool.directory} and are sent when the broker answers",
+                fix=fixes.SPOOL_DRAIN,
             )
 
     def close(self, timeout: float | None = 30.0) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from ingest.errors import BrokerError, BrokerUnavailableError, SinkUnavailableError
 from ingest.kafka_sink import MAX_MESSAGE_BYTES
+from schemas import fixes
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +93,8 @@ def require_topic(bootstrap: str, topic: str) -> None:
         raise SinkUnavailableError(f"could not list the topics at {bootstrap}: {exc}") from exc
     if topic not in known:
         raise SinkUnavailableError(
-            f"the topic {topic} does not exist at {bootstrap} (a broker started before it was added); "
-            "`trajlake topics --replication 1` creates the missing topics on a running broker "
-            "(`--replication 3` on a cluster)"
+            f"the topic {topic} does not exist at {bootstrap} (a broker started before it was added)",
+            fix=fixes.CREATE_TOPICS,
         )
 
 
@@ -113,10 +113,7 @@ def require_broker(bootstrap: str, *, timeout_s: float = 2.0) -> None:
             raise SinkUnavailableError(f"bootstrap servers must be host:port[,host:port], got {bootstrap!r}")
         with contextlib.suppress(OSError), socket.create_connection((host, int(port)), timeout=timeout_s):
             return
-    raise SinkUnavailableError(
-        f"no Kafka broker answers at {bootstrap}; start the embedded one with `trajlake up` "
-        "(or point TRAJLAKE_KAFKA_BOOTSTRAP at a running cluster)"
-    )
+    raise SinkUnavailableError(f"no Kafka broker answers at {bootstrap}", fix=fixes.START_BROKER)
 
 
 def new_cluster_id() -> str:
@@ -436,8 +433,8 @@ class EmbeddedKafka:
                 self._progress(f"broker already running (pid {running}) on {self.bootstrap}")
                 return None
             raise BrokerError(
-                f"broker process {running} of {self.dir} is alive but not answering on "
-                f"{self.bootstrap}; run `trajlake down` first"
+                f"broker process {running} of {self.dir} is alive but not answering on {self.bootstrap}",
+                fix=fixes.STOP_BROKER_FIRST,
             )
         if port_in_use(self.host, self.port):
             raise BrokerError(

@@ -30,6 +30,7 @@ from ingest.kafka_broker import (
     port_in_use,
     topic_end_offsets,
 )
+from schemas import fixes
 
 CLUSTER_DIR = "kafka-cluster"
 STATE_FILE = "cluster.json"
@@ -137,13 +138,13 @@ class KafkaCluster:
             # and the lake (which holds that log's offsets) would skip what the cluster records
             raise BrokerError(
                 f"this home's log is on its single broker ({single}); a cluster would start an empty "
-                "one beside it: use another TRAJLAKE_HOME for the cluster (and `trajlake replay` into "
-                "a new lake), or move the single broker's data away"
+                "one beside it (or move the single broker's data away)",
+                fix=fixes.SEPARATE_HOME,
             )
         if state is not None and len(state["nodes"]) != brokers:
             raise BrokerError(
-                f"{self.dir} holds a cluster of {len(state['nodes'])} brokers, not {brokers}: "
-                f"`trajlake up --brokers {len(state['nodes'])}`, or move {self.dir} away to start another"
+                f"{self.dir} holds a cluster of {len(state['nodes'])} brokers, not {brokers}",
+                fix=fixes.cluster_up(len(state["nodes"])),
             )
         if state is None:
             if brokers < 1:

@@ -10,6 +10,7 @@ from kafka import errors as kafka_errors
 
 from ingest.errors import SinkUnavailableError
 from ingest.kafka_sink import MAX_MESSAGE_BYTES
+from schemas import fixes
 from schemas.codec import parse_event
 from schemas.errors import SchemaError
 from schemas.events import Event
@@ -74,8 +75,7 @@ def read_log(
         if not tps:
             if not missing_ok:
                 raise SinkUnavailableError(
-                    f"there is no topic {topic} on the broker at {bootstrap}; `trajlake up` creates "
-                    "trajlake's topics (or name another with --topic)"
+                    f"there is no topic {topic} on the broker at {bootstrap}", fix=fixes.TOPIC_MISSING
                 )
             return
         ends = end if end is not None else {tp.partition: o for tp, o in consumer.end_offsets(tps).items()}

@@ -14,10 +14,11 @@ from collections.abc import Sequence
 
 from ingest.errors import SinkError, SinkUnavailableError
 from ingest.kafka_sink import KafkaSink, KafkaSinkConfig
+from schemas import fixes
 from schemas.codec import serialize_event
 from schemas.events import EventBase
 
-START_BROKER = "start the embedded one with `trajlake up` or set TRAJLAKE_KAFKA_BOOTSTRAP"
+START_BROKER = fixes.START_BROKER
 
 
 def publish_events(
@@ -43,7 +44,7 @@ def publish_events(
     where = f"the broker at {bootstrap}"
     try:
         if not sink.probe():
-            raise SinkUnavailableError(f"no Kafka broker answers at {bootstrap}; {START_BROKER}")
+            raise SinkUnavailableError(f"no Kafka broker answers at {bootstrap}", fix=START_BROKER)
         receipts = [sink.send(topic, e.episode_id.encode(), serialize_event(e)) for e in events]
         sink.flush(timeout=timeout_s)
         pending = sum(not r.is_done for r in receipts)
@@ -51,7 +52,8 @@ def publish_events(
         if pending:
             raise SinkUnavailableError(
                 f"{pending} of {len(events)} events to {topic} were not acknowledged by {where} within "
-                f"{timeout_s:g}s; {START_BROKER}"
+                f"{timeout_s:g}s",
+                fix=START_BROKER,
             )
         if failed:
             raise SinkError(f"{where} refused {len(failed)} of {len(events)} events to {topic}: {failed[0]}")

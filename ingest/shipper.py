@@ -64,6 +64,7 @@ from ingest.spool import (
     segment_numbers,
     segment_path,
 )
+from schemas import fixes
 
 log = logging.getLogger(__name__)
 
@@ -419,8 +420,8 @@ class Shipper:
                 p.gave_up = True
                 p.error = (
                     f"Kafka at {self.config.bootstrap_servers} unreachable for "
-                    f"{self.orphan_timeout_s:g} s and the worker is gone; the spool is left for "
-                    "`trajlake spool drain`"
+                    f"{self.orphan_timeout_s:g} s and the worker is gone; the spool stays: "
+                    f"{fixes.SPOOL_DRAIN.render()}"
                 )
                 log.error("%s", p.error)
                 self._dirty = True
@@ -719,8 +720,8 @@ class ShippedDelivery(Delivery):
             why = f" (shipper: {p.error})" if p is not None and p.error else ""
             raise DeliveryTimeoutError(
                 f"{self.spool.pending} records not acknowledged after {timeout}s{why}; "
-                f"they stay in the spool at {self.spool.directory} and are sent when the broker "
-                "answers (`trajlake spool drain` sends the spools of workers that are gone)"
+                f"they stay in the spool at {self.spool.directory} and are sent when the broker answers",
+                fix=fixes.SPOOL_DRAIN,
             )
         self._sync_stats()
 

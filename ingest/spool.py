@@ -63,6 +63,7 @@ from ingest.errors import (
     SpoolFullError,
     SpoolLockedError,
 )
+from schemas import fixes
 
 MAGIC = b"\xd7TLr"
 """Starts every frame; a reader re-synchronises on it after damage."""
@@ -781,8 +782,9 @@ class Spool:
                 raise SpoolFullError(
                     f"spool {self.directory} is full: {unacked} records ({self._unacked_bytes():,} bytes) "
                     f"are not acknowledged by Kafka after {self.full_timeout_s:g} s (bound "
-                    f"{self.max_bytes:,} bytes); is the broker reachable (`trajlake status`)? Nothing "
-                    "was dropped: this record was not recorded and can be retried"
+                    f"{self.max_bytes:,} bytes). Nothing was dropped: this record was not recorded and can "
+                    "be retried",
+                    fix=fixes.BROKER_STATUS,
                 )
             self._cond.wait(min(left, 0.5))
 

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lake.store import PIPELINE_TABLES, Lake
+from schemas import fixes
 from schemas.tables import TABLES
 
-REBUILD = "rebuild the lake from the log with `trajlake replay --into NEW_DIR`"
+REBUILD = fixes.REPLAY_INTO
+"""How a damaged lake is fixed (a :class:`~schemas.errors.Fix`)."""
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 
 
@@ -202,8 +204,7 @@ def check_lake(lake: Lake, tables: tuple[str, ...] = tuple(TABLES)) -> list[Tabl
             if have < newest:
                 c.warnings.append(
                     f"behind the other tables on {app} (offset {have} < {newest}): a pipeline is writing "
-                    "now, stopped mid-batch, or a commit was lost; the next `trajlake pipeline run` commits "
-                    "it again"
+                    f"now, stopped mid-batch, or a commit was lost; {fixes.NEXT_FOLD.render()}"
                 )
     return checks
 
@@ -235,8 +236,8 @@ def refuse_damaged(lake: Lake, tables: tuple[str, ...] = PIPELINE_TABLES) -> Non
                 problems = [f"the table does not open: {str(exc).splitlines()[0][:200]}"]
         if problems:
             raise LakeDamagedError(
-                f"table {name} of the lake at {lake.root} is damaged at version {version}: "
-                f"{problems[0]}; {REBUILD}"
+                f"table {name} of the lake at {lake.root} is damaged at version {version}: {problems[0]}",
+                fix=REBUILD,
             )
 
 
@@ -246,4 +247,4 @@ def damage_summary(checks: list[TableCheck]) -> str | None:
     if not bad:
         return None
     parts = [f"{c.table} (version {c.version}): {c.problems[0]}" for c in bad]
-    return f"the lake is damaged: {'; '.join(parts)}; {REBUILD}"
+    return f"the lake is damaged: {'; '.join(parts)}; {REBUILD.render()}"

@@ -33,6 +33,7 @@ from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.schema import Field as DeltaField
 
 from lake.errors import LakeDamagedError, LakeError, TableMissingError, VersionNotFoundError
+from schemas import fixes
 from schemas.tables import PARTITION_COLUMNS, PRIMARY_KEYS, TABLES
 
 log = logging.getLogger(__name__)
@@ -430,8 +431,7 @@ class Lake:
         if any(not f.nullable for f in missing):
             required = [f.name for f in missing if not f.nullable]
             raise LakeError(
-                f"table {name} at {self.uri(name)} lacks required columns {required}; "
-                "rebuild it with `trajlake replay --into NEW_DIR`"
+                f"table {name} at {self.uri(name)} lacks required columns {required}", fix=fixes.REPLAY_INTO
             )
         self._upgrade(
             name,
@@ -499,8 +499,7 @@ class Lake:
             dt = DeltaTable(self.uri(name), storage_options=self.storage_options)
         except TableNotFoundError as exc:
             raise TableMissingError(
-                f"the lake at {self.root} has no table {name}; `trajlake pipeline run --once` folds the "
-                "log into it"
+                f"the lake at {self.root} has no table {name}", fix=fixes.FOLD_LOG
             ) from exc
         except Exception as exc:  # delta-rs raises several types (and panics) for a damaged log
             raise self._damaged(name, exc) from exc
@@ -526,7 +525,9 @@ class Lake:
         found = check_table(self, name)
         what = found.problems[0] if found.problems else str(exc).strip().splitlines()[0][:200]
         at = f" at version {found.version}" if found.version is not None else ""
-        return LakeDamagedError(f"table {name} of the lake at {self.root} is damaged{at}: {what}; {REBUILD}")
+        return LakeDamagedError(
+            f"table {name} of the lake at {self.root} is damaged{at}: {what}", fix=REBUILD
+        )
 
     def exists(self, name: str) -> bool:
         """Whether ``name`` is a Delta table (a damaged one raises :class:`LakeDamagedError`)."""
@@ -1430,8 +1431,8 @@ def consistent_versions(
                 at = dict(zip(apps, target, strict=True))
                 raise LakeError(
                     f"tables {', '.join(tables)} of the lake at {lake.root} hold no common Kafka offsets "
-                    f"({t} is at none of {at} in its last {max_back} versions); "
-                    "`trajlake lake check` shows which table is behind"
+                    f"({t} is at none of {at} in its last {max_back} versions)",
+                    fix=fixes.LAKE_CHECK,
                 )
             version -= 1
             try:

@@ -27,6 +27,7 @@ import numpy as np
 from lake import Lake
 from learners.config import ModelConfig
 from learners.errors import CheckpointNotFoundError
+from schemas import fixes
 
 
 @dataclass
@@ -217,8 +218,8 @@ def lineage_chain(lake: str | Path, checkpoint_id: str) -> list[dict[str, Any]]:
         if current not in rows:
             known = ", ".join(sorted(rows)[-3:]) or "none"
             raise CheckpointNotFoundError(
-                f"checkpoint {current!r} is not in the checkpoints table of {lake} (latest: {known}); "
-                "`trajlake lineage latest` shows the newest"
+                f"checkpoint {current!r} is not in the checkpoints table of {lake} (latest: {known})",
+                fix=fixes.NEWEST_CHECKPOINT,
             )
         chain.append(rows[current])
         current = rows[current]["parent_id"]

@@ -56,6 +56,7 @@ from pipelines.beam_stages import (
     gather,
 )
 from pipelines.errors import PipelineError
+from schemas import fixes
 from schemas.control import CONTROL_TABLES
 
 log = logging.getLogger(__name__)
@@ -292,7 +293,8 @@ def plan_batch(
             raise PipelineError(
                 f"the lake at {cfg.lake_root} holds {topic}/{part} up to offset {start - 1}, but that "
                 f"partition of the log at {cfg.bootstrap} ends at {end}: the lake was built from another "
-                "log; `trajlake replay --into NEW_DIR` builds a lake of this one"
+                "log",
+                fix=fixes.REPLAY_THIS_LOG,
             )
         stop = min(end, start + cfg.max_batch_per_partition)
         if stop > start:
@@ -309,9 +311,8 @@ def plan_batch(
             raise PipelineError(
                 f"offsets {r.start} to {first - 1} of {r.topic}/{r.partition} are gone from the log at "
                 f"{cfg.bootstrap} (deleted by retention or DeleteRecords) and the lake at {cfg.lake_root} "
-                "never read them, so folding on would skip them silently; keep the log's retention "
-                "longer than the pipeline's lag, and `trajlake replay --from-time T --into NEW_DIR` "
-                "builds a lake of what the log still holds"
+                "never read them, so folding on would skip them silently",
+                fix=fixes.REPLAY_FROM_TIME,
             )
     return ranges
 

@@ -49,6 +49,7 @@ from pipelines.errors import PipelineError
 from sandboxes.errors import SandboxError
 from sandboxes.pool import SandboxPool
 from sandboxes.workspace_io import extract_archive
+from schemas import fixes
 from schemas.codec import serialize_event
 from schemas.errors import InfraError, TrajlakeError
 from schemas.events import EventBase, Producer, Reward
@@ -399,7 +400,7 @@ def _judge_one(
                 if diverged is not None:
                     return RejudgeItem(c.episode_id, c.task_id, "error", "no final state archived, and "
                                        f"executing its tool calls again diverged at step {diverged}: the "
-                                       "state it left cannot be rebuilt (`trajlake drift` shows how)",
+                                       f"state it left cannot be rebuilt; {fixes.DRIFT.render()}",
                                        judge.version)  # fmt: skip
                 judgement = judge(JudgeContext(task=task, sandbox=sb, events=events))
                 note = f"final state rebuilt by executing its {n} tool calls again"

@@ -24,6 +24,7 @@ from rollouts.sampler import Assignment
 from rollouts.worker import EpisodeOutcome
 from sandboxes.interface import SandboxSpec
 from sandboxes.registry import SandboxConfig
+from schemas import fixes
 from schemas.errors import TrajlakeError
 
 ROLLOUT_SPEC = SandboxSpec(memory_mb=1024, pids=256, disk_mb=256, tmp_mb=128, exec_timeout_s=120)
@@ -201,7 +202,7 @@ def _deliver_leftovers(cfg: RolloutConfig, n: int, timeout_s: float = 15.0) -> N
             finally:
                 rec.close(timeout=1)
         except (TrajlakeError, OSError) as exc:
-            logging.getLogger(__name__).warning("%s; `trajlake spool drain` sends it later", exc)
+            logging.getLogger(__name__).warning("%s; %s", exc, fixes.SPOOL_DRAIN.render())
 
 
 def _collect(

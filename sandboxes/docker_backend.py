@@ -41,6 +41,7 @@ from sandboxes.mounts import mount_tmpfs, umount
 from sandboxes.netwatch import NetWatch, NetworkReport, watch_namespace
 from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
 from sandboxes.workspace_io import clear_dir, copy_tree, read_under, remove_tree, write_under
+from schemas import fixes
 from schemas.events import ResourceUsage
 
 _LABEL = "trajlake.sandbox"
@@ -84,8 +85,7 @@ def resolve_image(client: Any, store: ImageStore, ref: str) -> ImageRecord:
     record = store.get(ref)
     if not record.image_id:
         raise ImageNotBuiltError(
-            f"image {record.name} was built for the local backend only; import it into the engine with "
-            "`trajlake sandbox build-image --docker`"
+            f"image {record.name} was built for the local backend only", fix=fixes.IMPORT_IMAGE
         )
     try:
         client.images.get(record.image_id)
@@ -96,14 +96,13 @@ def resolve_image(client: Any, store: ImageStore, ref: str) -> ImageRecord:
         try:
             current = client.images.get(record.docker_ref)
             raise ImageDriftError(
-                f"{record.docker_ref} is now {current.id}, but {record.name} is pinned to "
-                f"{record.image_id}; rebuild with `trajlake sandbox build-image --force`"
+                f"{record.docker_ref} is now {current.id}, but {record.name} is pinned to {record.image_id}",
+                fix=fixes.REBUILD_IMAGE,
             )
         except docker.errors.ImageNotFound:
             pass
     raise ImageNotBuiltError(
-        f"image {record.name} ({record.image_id}) is not in this engine; import it with "
-        "`trajlake sandbox build-image --docker`"
+        f"image {record.name} ({record.image_id}) is not in this engine", fix=fixes.IMPORT_IMAGE
     )
 
 

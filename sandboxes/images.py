@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sandboxes.errors import ImageDriftError, ImageError, ImageNotBuiltError, SandboxUnavailableError
+from schemas import fixes
 
 DEFAULT_PACKAGES = ("python3", "python3-pytest", "git", "ca-certificates")
 DEFAULT_SUITE = "bookworm"
@@ -127,8 +128,8 @@ class ImageStore:
                 return rec
         known = ", ".join(sorted(recs)) or "none"
         raise ImageNotBuiltError(
-            f"image {ref!r} is not built yet (the image store {self.root} holds: {known}); "
-            "build it with `trajlake sandbox build-image`"
+            f"image {ref!r} is not built yet (the image store {self.root} holds: {known})",
+            fix=fixes.BUILD_IMAGE,
         )
 
     def rootfs(self, record: ImageRecord) -> Path:

@@ -46,6 +46,7 @@ from sandboxes.mounts import mount, mount_tmpfs, umount, untraversable_ancestor
 from sandboxes.netwatch import NetWatch, NetworkReport, watch_namespace
 from sandboxes.registry import SandboxBackend, SandboxConfig, register_backend
 from sandboxes.workspace_io import clear_dir, copy_tree, read_under, remove_tree, write_under
+from schemas import fixes
 from schemas.events import ResourceUsage
 
 MAX_LAYERS = 48
@@ -110,8 +111,7 @@ class LocalBackend(SandboxBackend):
         rootfs = store.rootfs(record)
         if not rootfs.is_dir():
             raise SandboxUnavailableError(
-                f"the root filesystem of image {record.name} is missing ({rootfs}); "
-                "rebuild it with `trajlake sandbox build-image --force`"
+                f"the root filesystem of image {record.name} is missing ({rootfs})", fix=fixes.REBUILD_IMAGE
             )
         _require_traversable(rootfs, self.config.host_uid, f"the root filesystem of image {record.name}")
         return rootfs, record.digest

@@ -7,9 +7,55 @@ lives here because ``schemas`` is the package every other one depends on.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+PROGRAM = "trajlake"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """How to fix an error, as data: a sentence and the command (if any) it names.
+
+    Lower packages never write a command line into a message: they attach a ``Fix`` (the
+    shared ones are in :mod:`schemas.fixes`), and whoever shows the error renders it: the CLI
+    as ``message; fix`` with the command quoted, a test by checking ``fix.command``.
+
+    Attributes:
+        text: the sentence; ``{command}`` marks where the command goes.
+        command: the command's words after the program name (empty: a fix with no command).
+    """
+
+    text: str
+    command: tuple[str, ...] = ()
+
+    def render(self, program: str = PROGRAM) -> str:
+        """The sentence with the command written out (backquoted)."""
+        if not self.command:
+            return self.text
+        return self.text.replace("{command}", f"`{program} {' '.join(self.command)}`")
+
+    def __str__(self) -> str:
+        return self.render()
+
 
 class TrajlakeError(Exception):
-    """Root of every error raised by trajlake."""
+    """Root of every error raised by trajlake.
+
+    Attributes:
+        fix: how to fix it, when there is a known way (rendered by the CLI after the message).
+    """
+
+    fix: Fix | None = None
+
+    def __init__(self, *args: object, fix: Fix | None = None) -> None:
+        super().__init__(*args)
+        if fix is not None:
+            self.fix = fix
+
+    def explained(self) -> str:
+        """The message and, when there is one, the fix: what a person is shown."""
+        text = str(self)
+        return f"{text}; {self.fix.render()}" if self.fix is not None else text
 
 
 class InfraError(TrajlakeError):
@@ -37,8 +83,10 @@ class SchemaError(TrajlakeError):
         errors: one ``(field path, message)`` pair per violation.
     """
 
-    def __init__(self, message: str, errors: list[tuple[str, str]] | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, errors: list[tuple[str, str]] | None = None, *, fix: Fix | None = None
+    ) -> None:
+        super().__init__(message, fix=fix)
         self.errors: list[tuple[str, str]] = errors or []
 
     @property

@@ -214,7 +214,9 @@ def check_lake(settings: Settings) -> CheckRow:
     checks = [c for c in check_lake(Lake(str(root))) if c.exists]
     broken = [f"{c.table} v{c.version}: {c.problems[0]}" for c in checks if not c.ok]
     if broken:
-        return _missing("lake", f"damaged: {'; '.join(broken)}", REBUILD + " (then use --lake NEW_DIR)")
+        return _missing(
+            "lake", f"damaged: {'; '.join(broken)}", REBUILD.render() + " (then use --lake NEW_DIR)"
+        )
     found = [f"{c.table} v{c.version}" for c in checks]
     return _ok("lake", f"{len(found)} tables at {root}" + (f": {', '.join(found)}" if found else ""))
 

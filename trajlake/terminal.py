@@ -141,7 +141,7 @@ def describe(exc: BaseException) -> tuple[str, ExitCode]:
 
 
 def _text(exc: BaseException) -> str:
-    text = str(exc).strip()
+    text = exc.explained().strip() if isinstance(exc, TrajlakeError) else str(exc).strip()
     return text or type(exc).__name__
 
 

@@ -19,5 +19,5 @@ def health(reader: ReaderDep, response: Response) -> HealthPublic:
     damaged = [name for name in TABLES if reader.problems(name)]
     if damaged:
         response.status_code = 503
-        return HealthPublic(status="damaged", tables=len(TABLES), damaged=damaged, fix=REBUILD)
+        return HealthPublic(status="damaged", tables=len(TABLES), damaged=damaged, fix=REBUILD.render())
     return HealthPublic(tables=sum(1 for name in TABLES if reader.latest(name) is not None))

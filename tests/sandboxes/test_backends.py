@@ -168,8 +168,10 @@ def test_unknown_backend_and_unknown_image(sandbox_config: SandboxConfig, reacha
     with pytest.raises(SandboxError, match="unknown sandbox backend 'nope'"):
         get_backend("nope", sandbox_config)
     cfg = SandboxConfig(runtime_dir=sandbox_config.runtime_dir, image_store=reachable_tmp / "empty-store")
-    with pytest.raises(SandboxUnavailableError, match="trajlake sandbox build-image"):
+    with pytest.raises(SandboxUnavailableError, match="is not built yet") as err:
         get_backend("local", cfg).create(SMALL.with_(image="not-built"))
+    assert err.value.fix is not None and err.value.fix.command == ("sandbox", "build-image")
+    assert "`trajlake sandbox build-image`" in err.value.explained()
 
 
 def test_image_drift_is_detected(docker_backend: SandboxBackend, base_image: str, tmp_path: Path) -> None:

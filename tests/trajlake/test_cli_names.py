@@ -46,3 +46,72 @@ def test_every_command_a_message_names_exists() -> None:
                 break
             cmd = sub
     assert not missing, missing
+
+
+def _resolves(words: list[str]) -> bool:
+    cmd = get_command(app)
+    for word in words:
+        if not hasattr(cmd, "commands"):
+            return True  # a command's arguments follow it
+        sub = cmd.commands.get(word)
+        if sub is None:
+            return False
+        cmd = sub
+    return True
+
+
+def test_every_fix_a_lower_package_carries_names_a_command_that_exists() -> None:
+    from schemas import fixes
+    from schemas.errors import Fix
+
+    every = fixes.every()
+    assert len(every) > 15
+    bad = [f for f in every if f.command and not _resolves(list(f.command))]
+    assert not bad, bad
+    # rendered, the command is quoted where the sentence says; a fix without one is its sentence
+    assert fixes.START_BROKER.render().startswith("start the embedded one with `trajlake up`")
+    assert Fix("restart the machine").render() == "restart the machine"
+
+
+LOWER = (
+    "schemas",
+    "fold",
+    "lake",
+    "ingest",
+    "sandboxes",
+    "judges",
+    "pipelines",
+    "learners",
+    "rollouts",
+    "api",
+)
+WRITTEN_FOR_PEOPLE = {
+    (
+        "judges/derive.py",
+        "The hidden tests are the source task's",
+    ),  # DRAFT.md, for the person who edits a draft
+    ("judges/golden.py", "Golden cases made from reviewed"),  # a golden file's header
+}
+"""Text lower packages write into files for a person to read (not messages): may name commands."""
+
+
+def test_lower_packages_name_no_command_in_a_message() -> None:
+    """Lower packages carry a fix as data (schemas.fixes) for the CLI to render; docstrings may name them."""
+    import ast
+
+    found = []
+    for pkg in LOWER:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            docs = {
+                id(n.value)
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+            }
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+                        and NAMED.search(node.value)):  # fmt: skip
+                    if not any(rel == f and marker in node.value for f, marker in WRITTEN_FOR_PEOPLE):
+                        found.append(f"{rel}:{node.lineno}: {node.value[:80]!r}")
+    assert not found, found
