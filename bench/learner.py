@@ -471,6 +471,7 @@ def _curve(
     ``overrides``: settings other than the demo's, for exploring (``tpi``, ``group``, ``warm_stop``
     and any key of ``RL_HYPERPARAMETERS``).
     """
+    import importlib.util
     import random
 
     import torch
@@ -482,31 +483,41 @@ def _curve(
     from learners.tokenizer import CharTokenizer
     from learners.torch_model import TinyLM, generate
     from learners.trainer import TrainArgs, _drop_zero_advantage, supervised_warm_start, update
-    from trajlake import demo
+
+    def family_file(
+        name: str,
+    ) -> Any:  # the reverse family's generator and its experiment, from tasks/reverse
+        path = Path(__file__).resolve().parents[1] / "tasks" / "reverse" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"bench_reverse_{name}", path)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
 
     torch.set_num_threads(1)
-    fam = demo.family_module()
+    fam = family_file("make_tasks")
+    exp = family_file("experiment")
     extra = dict(overrides or {})
     if "length" in extra:  # one string length for the tasks (the family's LENGTHS are read at call time)
         fam.LENGTHS = (int(extra["length"]), int(extra.pop("length")))
-    tpi, group = int(extra.pop("tpi", demo.TASKS_PER_ITERATION)), int(extra.pop("group", demo.GROUP_SIZE))
-    warm_stop = float(extra.pop("warm_stop", demo.WARM_STOP_SUCCESS))
-    train_temp = float(extra.pop("train_temperature", demo.TRAIN_TEMPERATURE))
-    warm_check = int(extra.pop("warm_check", demo.WARM_CHECK_EVERY))
-    warm_long = float(extra.pop("warm_long", demo.WARM_LONG_FRACTION))
-    split = fam.splits(int(extra.pop("train_tasks", demo.TRAIN_TASKS)), held_out, seed=seed)
+    tpi, group = int(extra.pop("tpi", exp.TASKS_PER_ITERATION)), int(extra.pop("group", exp.GROUP_SIZE))
+    warm_stop = float(extra.pop("warm_stop", exp.WARM_STOP_SUCCESS))
+    train_temp = float(extra.pop("train_temperature", exp.TRAIN_TEMPERATURE))
+    warm_check = int(extra.pop("warm_check", exp.WARM_CHECK_EVERY))
+    warm_long = float(extra.pop("warm_long", exp.WARM_LONG_FRACTION))
+    split = fam.splits(int(extra.pop("train_tasks", exp.TRAIN_TASKS)), held_out, seed=seed)
     hyper = {
-        **demo.RL_HYPERPARAMETERS,
-        **{k: type(demo.RL_HYPERPARAMETERS.get(k, 0.0))(v) for k, v in extra.items()},
+        **exp.RL_HYPERPARAMETERS,
+        **{k: type(exp.RL_HYPERPARAMETERS.get(k, 0.0))(v) for k, v in extra.items()},
     }
-    pairs, validation = demo.warm_data(
+    pairs, validation = exp.warm_data(
         set(split["train"]) | set(split["eval"]), fam.LENGTHS, seed=seed, long_fraction=warm_long
     )
     tok = CharTokenizer()
     with tempfile.TemporaryDirectory() as tmp:
         ck = supervised_warm_start(
             pairs, checkpoint_root=tmp, steps=1500, lr=2e-3, seed=seed, check_every=warm_check,
-            stop_when=lambda net: demo.greedy_success(net, validation) >= warm_stop,
+            stop_when=lambda net: exp.greedy_success(net, validation) >= warm_stop,
         )  # fmt: skip
         _, cfg, weights = load_checkpoint(ck.path)
     gen = torch.Generator()
@@ -516,7 +527,7 @@ def _curve(
     def act(
         model: Any, w: str, greedy: bool, temperature: float = 1.0
     ) -> tuple[list[int], list[int], list[float], float, bool]:
-        pid = [tok.BOS, *tok.encode(demo.prompt_of(w))]
+        pid = [tok.BOS, *tok.encode(exp.prompt_of(w))]
         ids, lp = generate(model, pid, max_new_tokens=24, greedy=greedy, generator=gen, eos_id=tok.EOS,
                            temperature=temperature)  # fmt: skip
         checks, score = grade(tok.decode(ids).rstrip("\n"), w[::-1])
@@ -538,7 +549,7 @@ def _curve(
         batch = [split["train"][(nxt + i) % len(split["train"])] for i in range(tpi)]
         nxt += tpi
         exact = 0
-        for rnd in range(demo.REFILL_ROUNDS + 1):
+        for rnd in range(exp.REFILL_ROUNDS + 1):
             flat = 0
             for w in batch:
                 outs = [act(model, w, False, train_temp) for _ in range(group)]
@@ -551,7 +562,7 @@ def _curve(
                            behaviour_logprobs=o[2], temperature=train_temp)
                     for k, o in enumerate(outs)
                 ]  # fmt: skip
-            if not flat or rnd == demo.REFILL_ROUNDS:
+            if not flat or rnd == exp.REFILL_ROUNDS:
                 break
             batch = [split["train"][(nxt + i) % len(split["train"])] for i in range(flat)]
             nxt += flat

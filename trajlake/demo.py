@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import random
-import string
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -47,93 +45,38 @@ if TYPE_CHECKING:
     from trajlake.settings import Settings
 
 FAMILY_SOURCE = Path(__file__).resolve().parents[1] / "tasks" / "reverse"
-WARM_LENGTHS = (3, 4)
-"""Lengths of most warm-start strings; the tasks' strings are longer (``make_tasks.LENGTHS``)."""
-WARM_LONG_FRACTION = 0.05
-"""Share of warm-start strings with the tasks' length (a first grip, no more)."""
-WARM_STOP_SUCCESS = 0.20
-"""The warm start stops once it solves this share of the long validation strings greedily."""
-WARM_CHECK_EVERY = 5
-"""Warm-start steps between two checks of that rule (often: at lr 2e-3 the share can jump from
-under 10% to over 40% within 25 steps, and a start that strong leaves RL little to show)."""
-ITERATIONS = 4
-"""RL iterations of the demo (the final evaluation comes after the last)."""
-TASKS_PER_ITERATION = 128
-"""Training tasks each iteration acts on (drawn in turn from the training split)."""
-TRAIN_TASKS = 256
-"""The training split: an iteration takes the next ``TASKS_PER_ITERATION`` of them, so each is
-acted on about twice in four iterations (the held-out split is never acted on or trained on)."""
-GROUP_SIZE = 8
-"""Attempts per training task and iteration (G)."""
-TRAIN_TEMPERATURE = 0.7
-"""The temperature training rollouts sample at (the learner scores them at the same one)."""
-REFILL_ROUNDS = 2
-"""Times an iteration replaces its constant-reward groups with fresh tasks."""
-RL_HYPERPARAMETERS: dict[str, Any] = {
-    "epochs": 4,
-    "batch_size": 32,
-    "lr": 6e-4,
-    "clip_eps": 0.2,
-    "kl_coef": 0.0,
-    # a fresh Adam moves every weight by ~lr in its first steps, whatever the gradient: without
-    # the ramp the first update undid the warm start (27.5% -> 11% greedy, seed 0 in-process)
-    "lr_warmup_steps": 128,
-}
-"""The learner's settings in each iteration (``bench/learner.py --parts curves`` uses them too)."""
 
 
-def family_module() -> Any:
-    """``tasks/reverse/make_tasks.py`` as a module (the family's generator)."""
-    spec = importlib.util.spec_from_file_location("trajlake_reverse_tasks", FAMILY_SOURCE / "make_tasks.py")
+def family_file(name: str) -> Any:
+    """``tasks/reverse/<name>.py`` as a module (the family's generator, its experiment)."""
+    spec = importlib.util.spec_from_file_location(f"trajlake_reverse_{name}", FAMILY_SOURCE / f"{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def prompt_of(word: str) -> str:
-    """The instruction of the reverse task for ``word``, as the policy reads it."""
-    return f'Write "{word}" reversed into answer.txt.\n'
+experiment = family_file("experiment")
+"""The reverse family's experiment (``tasks/reverse/experiment.py``): its data, evaluation and settings."""
+WARM_LENGTHS, WARM_LONG_FRACTION = experiment.WARM_LENGTHS, experiment.WARM_LONG_FRACTION
+WARM_STOP_SUCCESS, WARM_CHECK_EVERY = experiment.WARM_STOP_SUCCESS, experiment.WARM_CHECK_EVERY
+ITERATIONS, TASKS_PER_ITERATION, TRAIN_TASKS = (
+    experiment.ITERATIONS,
+    experiment.TASKS_PER_ITERATION,
+    experiment.TRAIN_TASKS,
+)
+GROUP_SIZE, TRAIN_TEMPERATURE, REFILL_ROUNDS = (
+    experiment.GROUP_SIZE,
+    experiment.TRAIN_TEMPERATURE,
+    experiment.REFILL_ROUNDS,
+)
+RL_HYPERPARAMETERS: dict[str, Any] = experiment.RL_HYPERPARAMETERS
+prompt_of, warm_data, greedy_success = experiment.prompt_of, experiment.warm_data, experiment.greedy_success
 
 
-def warm_data(
-    exclude: set[str],
-    lengths: tuple[int, int],
-    *,
-    n: int = 4000,
-    seed: int = 0,
-    long_fraction: float | None = None,
-) -> tuple[list[tuple[str, str]], list[str]]:
-    """Warm-start pairs (mostly short strings) and 100 long validation strings, none in ``exclude``."""
-    rng = random.Random(seed)
-    seen = set(exclude)
-
-    def draw(k: int, lo: int, hi: int) -> list[str]:
-        out: list[str] = []
-        while len(out) < k:
-            w = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(lo, hi)))
-            if w not in seen:
-                seen.add(w)
-                out.append(w)
-        return out
-
-    n_long = int(n * (WARM_LONG_FRACTION if long_fraction is None else long_fraction))
-    words = draw(n - n_long, *WARM_LENGTHS) + draw(n_long, *lengths)
-    rng.shuffle(words)
-    return [(prompt_of(w), w[::-1]) for w in words], draw(100, *lengths)
-
-
-def greedy_success(model: Any, words: Sequence[str]) -> float:
-    """Share of ``words`` the model reverses exactly, greedily (the warm start's stopping rule)."""
-    from learners.tokenizer import CharTokenizer
-    from learners.torch_model import greedy_batch
-
-    tok = CharTokenizer()
-    outs = greedy_batch(model, [[tok.BOS, *tok.encode(prompt_of(w))] for w in words], max_new_tokens=24,
-                        eos_id=tok.EOS)  # fmt: skip
-    return sum(tok.decode(ids).rstrip("\n") == w[::-1] for ids, w in zip(outs, words, strict=True)) / len(
-        words
-    )
+def family_module() -> Any:
+    """``tasks/reverse/make_tasks.py`` as a module (the family's generator)."""
+    return family_file("make_tasks")
 
 
 def plot_curves(rows: list[dict[str, Any]], path: Path, title: str) -> None:
