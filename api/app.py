@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -56,7 +58,7 @@ def create_app(
     cache_entries: int = 32,
     cache_bytes: int = 1 << 30,
     reviewers: dict[str, str] | None = None,
-    bootstrap: str | None = None,
+    publish: Callable[[list[Any]], None] | None = None,
     review_topic: str = "trajlake.curation",
 ) -> FastAPI:
     """The query API over the lake at ``lake_root``.
@@ -70,8 +72,9 @@ def create_app(
         cache_bytes: most bytes of Arrow data the snapshots keep in memory.
         reviewers: reviewer name -> token; a verdict (``POST /review/...``) needs one of these
             tokens and is recorded under its name (they may also read, like ``token``).
-        bootstrap: the broker verdicts are written to (none: verdicts answer 503).
-        review_topic: the topic of the ``review:`` control streams.
+        publish: writes events to the log and returns once they are acknowledged (the
+            composition root passes one; the API imports no producer). None: verdicts answer 503.
+        review_topic: the topic ``publish`` writes the ``review:`` control streams to (reported).
 
     Returns:
         The application (serve it with uvicorn, or call it with a test client).
@@ -87,7 +90,7 @@ def create_app(
     )
     app.state.token = token
     app.state.reviewers = dict(reviewers or {})
-    app.state.bootstrap = bootstrap
+    app.state.publish = publish
     app.state.review_topic = review_topic
     guarded = [Depends(require_token)]
     app.include_router(health.router)

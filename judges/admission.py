@@ -409,7 +409,7 @@ def publish_admissions(
     """Put every admission result in the log (the pipeline folds them into ``tasks``); return the events.
 
     Each result carries its task's split: the one ``recorded_splits`` (the lake's
-    :func:`judges.splits.recorded_splits`) already holds for it, else a new one (a task's
+    :func:`rollouts.sampler.recorded_splits`) already holds for it, else a new one (a task's
     split is assigned once, at its first admission).
 
     Raises:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from pathlib import Path
 
 from judges.tasks import Task
 
@@ -27,24 +26,6 @@ def hashed_split(task_id: str, eval_share: float = EVAL_SHARE) -> str:
     """``eval`` for a stable ``eval_share`` of ids (sha256 of a salted id), else ``train``."""
     x = int(hashlib.sha256(_SALT + task_id.encode()).hexdigest()[:16], 16) / 2**64
     return "eval" if x < eval_share else "train"
-
-
-def recorded_splits(lake: str | Path) -> dict[str, str]:
-    """The split each task's earliest admission recorded in the ``tasks`` table (none: ``{}``)."""
-    from lake import Lake
-
-    lk = Lake(lake)
-    if not lk.exists("tasks"):
-        return {}
-    t = lk.read("tasks")
-    if "split" not in t.column_names:
-        return {}
-    rows = t.select(["task_id", "split", "admitted_at"]).to_pylist()
-    out: dict[str, str] = {}
-    for r in sorted(rows, key=lambda r: r["admitted_at"]):
-        if r["split"] in SPLITS:
-            out.setdefault(r["task_id"], r["split"])
-    return out
 
 
 def split_of(task: Task, recorded: Mapping[str, str]) -> str:

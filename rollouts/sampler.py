@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judges.splits import recorded_splits, split_of
+from judges.splits import SPLITS, split_of
 from judges.tasks import Task, find_task_dirs, load_task
 from lake import Lake
 
@@ -58,6 +58,22 @@ def admitted_ids(lake: str | Path) -> set[str] | None:
     if not rows:
         return None
     return {r["task_id"] for r in rows if r["admitted"]}
+
+
+def recorded_splits(lake: str | Path) -> dict[str, str]:
+    """The split each task's earliest admission recorded in the ``tasks`` table (none: ``{}``)."""
+    lk = Lake(lake)
+    if not lk.exists("tasks"):
+        return {}
+    t = lk.read("tasks")
+    if "split" not in t.column_names:
+        return {}
+    rows = t.select(["task_id", "split", "admitted_at"]).to_pylist()
+    out: dict[str, str] = {}
+    for r in sorted(rows, key=lambda r: r["admitted_at"]):
+        if r["split"] in SPLITS:
+            out.setdefault(r["task_id"], r["split"])
+    return out
 
 
 class TaskPool:

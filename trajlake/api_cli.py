@@ -38,6 +38,13 @@ def _reviewers(path: Path | None) -> dict[str, str]:
     return dict(doc)
 
 
+def _publisher(s: Any) -> Any:
+    """What the API writes verdicts with: acknowledged publishing to the curation topic."""
+    from ingest.publish import publish_events
+
+    return lambda events: publish_events(s.kafka_bootstrap, s.topic_curation, events)
+
+
 @api_app.command("serve")
 def serve(
     host: Annotated[str | None, typer.Option(help="Interface (default: TRAJLAKE_API_HOST).")] = None,
@@ -83,6 +90,5 @@ def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stopped)
     app = create_app(root, token=s.api_token, storage_options=s.storage_options(root) or None,
-                     reviewers=reviewers, bootstrap=s.kafka_bootstrap,
-                     review_topic=s.topic_curation)  # fmt: skip
+                     reviewers=reviewers, publish=_publisher(s), review_topic=s.topic_curation)  # fmt: skip
     uvicorn.run(app, host=bind_host, port=bind_port, log_level="warning")

@@ -179,13 +179,13 @@ def run_demo(
         shared_judge,
     )
     from judges.errors import AdmissionError
-    from judges.splits import recorded_splits
     from judges.tasks import find_task_dirs, load_task
     from lake import Lake
     from learners.checkpoints import lineage_chain, publish_checkpoint
     from learners.evaluation import split_metrics
     from learners.trainer import TrainArgs, supervised_warm_start, train
     from rollouts import TaskPool
+    from rollouts.sampler import recorded_splits
     from sandboxes import SandboxPool
     from trajlake.loop import fold_log, rollout
     from trajlake.preflight import prepare_images, require_backend

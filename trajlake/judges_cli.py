@@ -185,9 +185,9 @@ def _admit_dirs(
     """Admit the tasks in ``dirs``, publish the results, fold them, print them; exit 1 on a rejection."""
     from ingest.kafka_broker import require_broker
     from judges.admission import admit_all, publish_admissions, rejection_reasons
-    from judges.splits import recorded_splits
     from lake import Lake
     from pipelines import run_once
+    from rollouts.sampler import recorded_splits
 
     s = settings()
     pool = _pool(backend, workers, _images(dirs))

@@ -51,15 +51,12 @@ def give_verdict(
     episode_id: Annotated[str, Path(description="The episode reviewed.")],
 ) -> ReviewAcceptedPublic:
     """Record the token's reviewer's verdict on an episode in the log (202: folded on the next batch)."""
-    from ingest.publish import publish_events
     from schemas.control import REVIEW, control_event
     from schemas.errors import TrajlakeError
 
-    bootstrap, topic = request.app.state.bootstrap, request.app.state.review_topic
-    if not bootstrap:
-        raise LogUnavailableError(
-            "this service has no broker to record verdicts in (TRAJLAKE_KAFKA_BOOTSTRAP)"
-        )
+    publish, topic = request.app.state.publish, request.app.state.review_topic
+    if publish is None:
+        raise LogUnavailableError("this service has no log to record verdicts in (TRAJLAKE_KAFKA_BOOTSTRAP)")
     try:
         row = review_row(
             reader.snapshot("episodes").table, reader.snapshot("review_queue").table,
@@ -70,7 +67,7 @@ def give_verdict(
         raise NotFoundError(str(exc)) from exc
     event = control_event(REVIEW, row, "reviewer")
     try:
-        publish_events(bootstrap, topic, [event])
+        publish([event])
     except TrajlakeError as exc:
         raise LogUnavailableError(f"the verdict was not recorded: {exc}; post it again") from exc
     return ReviewAcceptedPublic(event_id=event.event_id, review=ReviewPublic(**row), topic=topic)

@@ -107,8 +107,14 @@ def test_rules_fill_the_queue_reviewers_answer_and_reviews_become_golden_cases(
     assert more["rule"] == "calibration" and more["episode_id"] not in {it["episode_id"] for it in items}
 
     # a reviewer answers through the API: authenticated, recorded under the token's name
-    app = create_app(home / "lake", token="reader-token-0123456789", reviewers={"alice": ALICE},
-                     bootstrap=f"127.0.0.1:{port}")  # fmt: skip
+    from ingest.publish import publish_events
+
+    def publish(events: list[object]) -> None:
+        publish_events(f"127.0.0.1:{port}", "trajlake.curation", events)  # type: ignore[arg-type]
+
+    app = create_app(
+        home / "lake", token="reader-token-0123456789", reviewers={"alice": ALICE}, publish=publish
+    )
     client = TestClient(app)
     post = f"/review/{crafted['flag']}"
     assert client.post(post, json={"verdict": "hack"}).status_code == 401
