@@ -76,3 +76,39 @@ def test_drift_reports_an_unchanged_environment_reproducible_and_finds_a_change_
     for e in again["episodes"]:
         assert e["reproducible"] is True
         assert any("changed version" in c for c in e["likely_causes"]), e["likely_causes"]
+
+
+def test_drift_finds_a_recorded_output_altered_on_purpose_at_its_step(
+    fresh_broker: EmbeddedKafka, tmp_path: Path, base_image: str
+) -> None:
+    from ingest.recorder import EpisodeRecorder
+    from judges.tasks import load_task
+
+    home, port = fresh_broker.home, fresh_broker.port
+    fresh_broker.start()
+    tasks = pyfix_task(tmp_path)
+    task = load_task(tasks / "pyfix-004")
+    rec = EpisodeRecorder.open(bootstrap=f"127.0.0.1:{port}", home=tmp_path, worker_id="w",
+                               topic="trajlake.episodes", delivery="inline")  # fmt: skip
+    try:
+        with rec.episode(task=task.ref, policy={"id": "p"}) as ep:
+            first = (task.initial_dir / "README.md").read_text().splitlines(keepends=True)[0]
+            ep.tool_result(
+                ep.tool_call("bash", {"command": "cat README.md | head -1"}), exit_code=0, stdout=first
+            )
+            forged = ep.tool_call("bash", {"command": "echo hi"})
+            ep.tool_result(forged, exit_code=0, stdout="bye\n")  # not what the command prints
+            ep.tool_result(ep.tool_call("bash", {"command": "true"}), exit_code=0)
+            ep.reward(judge_name="composite", judge_version="v0", score=0.0, verdict="fail")
+        rec.flush()
+    finally:
+        rec.close()
+    run(home, port, "pipeline", "run", "--once")
+    proc = run(home, port, "drift", "--tasks", str(tasks), "--episode", ep.episode_id, "--json", check=False)
+    assert proc.returncode == 1, proc.stderr
+    [e] = json.loads(proc.stdout)["episodes"]
+    steps = Lake(home / "lake").read("steps").to_pylist()
+    seq = next(s["seq"] for s in steps if s["episode_id"] == ep.episode_id and s["call_id"] == forged)
+    assert (e["reproducible"], e["first_diverging_seq"], e["steps_checked"]) == (False, seq, 2)
+    assert e["recorded"]["stdout"] == "bye\n" and e["replayed"]["stdout"] == "hi\n"
+    assert any("neither the image nor the task changed" in c for c in e["likely_causes"])

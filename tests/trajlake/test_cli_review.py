@@ -165,3 +165,23 @@ def test_rules_fill_the_queue_reviewers_answer_and_reviews_become_golden_cases(
     assert verify.returncode == 1, verify.stdout + verify.stderr
     out = verify.stdout + verify.stderr
     assert f"review-{stuck_ep[-12:]}" in out and "verdict pass -> fail" in out
+
+    # the confirmed hack is taken out of training; the queue, the verdicts and the retraction are
+    # projections of the log like every table: a replay rebuilds them row for row
+    out = json.loads(run(home, port, "retract", "--episode", crafted["flag"], "--reason", "confirmed hack",
+                         "--name", "hack-flag", "--json").stdout)  # fmt: skip
+    assert out["retraction"]["scope"] == "episode" and out["impacted"] == []  # no checkpoint trained on it
+    impacted = run(home, port, "lineage", "--impacted-by", "hack-flag", "--json")
+    assert json.loads(impacted.stdout) == []
+    run(home, port, "replay", "--into", str(tmp_path / "replayed"))
+    keys = {
+        "review_queue": ("item_id",),
+        "reviews": ("episode_id", "reviewer"),
+        "retractions": ("retraction_id",),
+    }
+    for table, key in keys.items():
+        here = sorted(Lake(home / "lake").read(table).to_pylist(), key=lambda r: tuple(r[k] for k in key))
+        there = sorted(
+            Lake(tmp_path / "replayed").read(table).to_pylist(), key=lambda r: tuple(r[k] for k in key)
+        )
+        assert here == there and here, table
