@@ -281,6 +281,8 @@ def case_from_review(ep: ReviewedEpisode, tasks_dir: Path = TASKS_DIR) -> tuple[
     the episode ran, or a call of a tool a case cannot replay.
     """
     said = {v["verdict"] for v in ep.verdicts}
+    if len({(v.get("judge_name"), v.get("judge_version")) for v in ep.verdicts}) > 1:
+        return None, "the reviewers reviewed different judgements of it (judge versions)"
     if len(said) != 1:
         return None, f"the reviewers disagree ({', '.join(sorted(said))})"
     (verdict,) = said

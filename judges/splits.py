@@ -3,10 +3,10 @@
 A task's split is, in order: the split its first admission recorded in the
 ``tasks`` table (a split never changes once recorded: a task trained on must
 not become an evaluation task, and an evaluation task must not leak into
-training), the split its spec declares, the split of the task it was derived
-from (a draft targeted at a failure case is as close to its source as a task
-can be), and otherwise a stable hash of its id (:data:`EVAL_SHARE` of ids
-land in ``eval``).
+training; a task admitted before splits existed is ``train``), the split of the
+task it was derived from (a draft targeted at a failure case is as close to its
+source as a task can be, and copies its spec), the split its spec declares, and
+otherwise a stable hash of its id (:data:`EVAL_SHARE` of ids land in ``eval``).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ def split_of(task: Task, recorded: Mapping[str, str]) -> str:
     """The task's split (see the module's docstring for the order of what decides it)."""
     if task.id in recorded:
         return recorded[task.id]
-    if task.spec.split is not None:
-        return task.spec.split
     lineage = task.spec.lineage
-    if lineage is not None:
+    if lineage is not None:  # before its own declaration: a draft copies its source's spec
         source = lineage.derived_from.rpartition("@")[0] or lineage.derived_from
         return recorded.get(source) or hashed_split(source)
+    if task.spec.split is not None:
+        return task.spec.split
     return hashed_split(task.id)

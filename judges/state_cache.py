@@ -4,11 +4,11 @@ A task's initial state is its files copied in, then its setup commands run (an
 install, a build, generated data): the same work for every attempt. The first
 attempt of a (task version and content, image digest) prepares it cold and
 leaves the prepared workspace here, as a directory; every later attempt, in any
-worker, starts its sandbox from that directory instead (its ``reset`` template:
-an overlay's read-only lower layer on ``local``, a copy on ``docker``) and runs
-no setup. Entries are written to a temporary name and renamed into place, so a
-reader sees a whole entry or none; two workers that miss at once both prepare,
-and one entry stays. A setup that leaves anything outside the workspace (in
+worker, starts its sandbox from that directory instead (its ``reset`` template,
+copied in with its modes as the task's files are) and runs no setup. Entries
+are written to a temporary name and renamed into place, so a reader sees a
+whole entry or none; two workers that miss at once both prepare, and one entry
+stays; the directory is the host's alone (mode 0700). A setup that leaves anything outside the workspace (in
 ``/tmp`` or ``$HOME``, the sandbox's other writable places) is not cached: the
 cache holds workspaces only, and such a task is prepared cold every time.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import threading
 import uuid
@@ -80,19 +79,11 @@ class StateCache:
         return "miss"
 
     def _store(self, entry: Path, archive: bytes) -> None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.parent.chmod(0o700)  # the host's: no other user reads or plants an entry
         tmp = entry.parent / f".{entry.name}.{uuid.uuid4().hex[:8]}"
         try:
             extract_archive(archive, tmp / "tree")
-            for dirpath, dirnames, filenames in os.walk(tmp / "tree"):  # readable by the sandbox's user
-                for d in dirnames:
-                    p = Path(dirpath) / d
-                    if not p.is_symlink():
-                        p.chmod(p.stat().st_mode | 0o555)
-                for f in filenames:
-                    p = Path(dirpath) / f
-                    if not p.is_symlink():
-                        p.chmod(p.stat().st_mode | 0o444)
-            (tmp / "tree").chmod(0o755)
             meta = {"digest": read_archive(archive).digest, "bytes": len(archive),
                     "archive_sha256": hashlib.sha256(archive).hexdigest()}  # fmt: skip
             (tmp / "meta.json").write_text(json.dumps(meta))

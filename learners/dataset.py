@@ -297,6 +297,7 @@ def _trainable(
     judge_version: str | None,
     excluded: dict[str, str] | None = None,
     retracted: Retracted | None = None,
+    eval_tasks: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
     """The episodes a learner may train on in one snapshot, with their scores.
 
@@ -340,8 +341,10 @@ def _trainable(
     whole_at: dict[str, float] = {}  # when the group's last member was ended and scored
     in_scope: dict[str, list[str]] = {}
     for ep in rows:
-        if ep["source"] == "eval":
-            why[ep["episode_id"]] = "eval"  # an evaluation run's episode: measured on, never trained on
+        if ep["source"] == "eval" or ep["task_id"] in eval_tasks:
+            # an evaluation run's episode, or any episode of a task admission put in the eval split
+            # (whatever its worker wrote on it): measured on, never trained on
+            why[ep["episode_id"]] = "eval"
             continue
         if spec.task_ids is not None and ep["task_id"] not in spec.task_ids:
             continue
@@ -418,20 +421,25 @@ def _trainable(
     return keep, score
 
 
-def _most_common_judge_version(episodes: pa.Table, rewards: pa.Table, spec: DatasetSpec) -> str | None:
-    """The version most of the rewards of the episodes in the spec's scope carry."""
+def _most_common_judge_version(
+    episodes: pa.Table, rewards: pa.Table, spec: DatasetSpec, eval_tasks: frozenset[str] = frozenset()
+) -> str | None:
+    """The version most of the rewards of the trainable-by-scope episodes carry (evaluations left out)."""
     if not rewards.num_rows:
         return None
     scope = {
         e
-        for e, t, f, pv in zip(
+        for e, t, f, pv, src in zip(
             episodes.column("episode_id").to_pylist(),
             episodes.column("task_id").to_pylist(),
             episodes.column("task_family").to_pylist(),
             episodes.column("policy_version").to_pylist(),
+            episodes.column("source").to_pylist(),
             strict=True,
         )  # fmt: skip
-        if (spec.task_ids is None or t in spec.task_ids)
+        if src != "eval"
+        and t not in eval_tasks
+        and (spec.task_ids is None or t in spec.task_ids)
         and (spec.families is None or f in spec.families)
         and (spec.policy_versions is None or pv in spec.policy_versions)
     }
@@ -443,6 +451,19 @@ def _most_common_judge_version(episodes: pa.Table, rewards: pa.Table, spec: Data
         if e in scope
     ]
     return Counter(in_scope).most_common(1)[0][0] if in_scope else None
+
+
+def _version_of(lk: Lake, name: str) -> int | None:
+    return lk.versions().get(name) if lk.exists(name) else None
+
+
+def _eval_tasks(lk: Lake, version: int | None) -> frozenset[str]:
+    """The tasks the ``tasks`` table (at ``version``; none: no table read) puts in the eval split."""
+    from lake.splits import recorded_splits
+
+    if version is None:
+        return frozenset()
+    return frozenset(t for t, s in recorded_splits(lk, version).items() if s == "eval")
 
 
 def _rewards(lk: Lake, version: int, judge_name: str) -> pa.Table:
@@ -466,16 +487,20 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     episodes = lk.read("episodes", version=versions["episodes"], columns=_EPISODE_COLUMNS)
     rewards = _rewards(lk, versions["rewards"], spec.judge_name)
     skipped: Counter[str] = Counter()
-    judge_version = spec.judge_version or _most_common_judge_version(episodes, rewards, spec)
-    # the retractions in the snapshot: pinned with the rest (a lineage from before them has none)
-    ret_version = (
-        (spec.versions or {}).get("retractions") if spec.versions is not None else latest_version(lk)
-    )
+    # the retractions and the task splits in the snapshot: pinned with the rest (a lineage from
+    # before they were read has none)
+    pinned = spec.versions is not None
+    ret_version = (spec.versions or {}).get("retractions") if pinned else latest_version(lk)
     if ret_version is not None:
         versions = {**versions, "retractions": int(ret_version)}
     retracted = read_retracted(lk, ret_version)
+    tasks_version = (spec.versions or {}).get("tasks") if pinned else _version_of(lk, "tasks")
+    if tasks_version is not None:
+        versions = {**versions, "tasks": int(tasks_version)}
+    eval_tasks = _eval_tasks(lk, tasks_version)
+    judge_version = spec.judge_version or _most_common_judge_version(episodes, rewards, spec, eval_tasks)
     excluded: dict[str, str] = {}
-    keep, score = _trainable(episodes, rewards, spec, judge_version, excluded, retracted)
+    keep, score = _trainable(episodes, rewards, spec, judge_version, excluded, retracted, eval_tasks)
     if spec.since and "episodes" in spec.since:
         before_eps = lk.read("episodes", version=spec.since["episodes"], columns=_EPISODE_COLUMNS)
         before_rw = (
@@ -487,6 +512,7 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
         trained, _ = _trainable(
             before_eps, before_rw, spec, spec.since_judge_version or judge_version, excluded_before,
             read_retracted(lk, spec.since.get("retractions")),
+            _eval_tasks(lk, spec.since.get("tasks")),
         )  # fmt: skip
         for eid in list(keep):
             # trained then, or dropped for good then (an expired group stays dropped)

@@ -41,9 +41,11 @@ from schemas.errors import TrajlakeError
 
 DEFAULT_NONDETERMINISM: dict[str, str] = {
     "timestamps": r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
-    r"|\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b"
+    # a clock time, not a file's line:column (never right after ':', a word or a path)
+    r"|(?<![\w:./-])\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?![\w:])"
     r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\b"
-    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?:,?\s+\d{4})?\b",
+    r"|\b(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?\s+\d{1,2}(?:,?\s+\d{4})?\b",
     "durations": r"\b\d+(?:\.\d+)?\s?(?:s|ms|us|µs|ns|sec|secs|seconds)\b",
     "pids": r"(?i)\bpid[ =:]*\d+",
     "temp_paths": r"/tmp/[^\s'\":]+",
@@ -87,6 +89,15 @@ class RecordedCall:
     stderr: str
     timed_out: bool
     error_kind: str | None
+    duration_s: float = 0.0
+
+    def timeout(self, cap: float) -> float:
+        """How long to let it run again.
+
+        A call killed at its timeout gets the time it had (it is killed again, or finishes if the
+        environment got faster: a change); any other call, up to ``cap``.
+        """
+        return max(1.0, self.duration_s) if self.timed_out else cap
 
     def outcome(self) -> dict[str, Any]:
         """What a report shows of it."""
@@ -211,7 +222,8 @@ def recorded_calls(
         out.append(RecordedCall(seq=seq, tool=call["tool"], arguments=dict(call.get("arguments") or {}),
                                 exit_code=res.get("exit_code"), stdout=_text(res.get("stdout"), blobs),
                                 stderr=_text(res.get("stderr"), blobs), timed_out=bool(res.get("timed_out")),
-                                error_kind=res.get("error_kind")))  # fmt: skip
+                                error_kind=res.get("error_kind"),
+                                duration_s=float(res.get("duration_s") or 0.0)))  # fmt: skip
     return out, image
 
 
@@ -275,7 +287,7 @@ def replay_calls(
     for call in calls:
         if call.tool == "submit":
             continue
-        now = run_tool(sandbox, ToolAction(call.tool, call.arguments), timeout=timeout_s)
+        now = run_tool(sandbox, ToolAction(call.tool, call.arguments), timeout=call.timeout(timeout_s))
         n += 1
         if not same(call, now, norm):
             return call, now, n

@@ -421,6 +421,10 @@ def _judge_one(
         return RejudgeItem(
             c.episode_id, c.task_id, "error", f"sandbox: {type(exc).__name__}: {exc}", judge.version
         )
+    payload = judgement.to_payload(source="rejudge", rejudge_run_id=run_id)
+    if note is not None:  # said in the judgement itself: its state was rebuilt, not archived
+        kept = payload.evidence if isinstance(payload.evidence, dict) else {"judge": payload.evidence}
+        payload = payload.model_copy(update={"evidence": {**kept, "final_state": note}})
     event_id = derived_id(epoch_ms, f"{run_id}/{c.episode_id}/{judge.name}/{judge.version}")
     event = Reward(
         event_id=event_id,
@@ -431,7 +435,7 @@ def _judge_one(
         # a later run still supersedes an earlier one (the projection orders by ts)
         ts=dt.datetime.fromtimestamp(epoch_ms / 1000, dt.UTC),
         producer=producer,
-        payload=judgement.to_payload(source="rejudge", rejudge_run_id=run_id),
+        payload=payload,
     )
     item = RejudgeItem(
         c.episode_id,

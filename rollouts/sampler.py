@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judges.splits import SPLITS, split_of
+from judges.splits import split_of
 from judges.tasks import Task, find_task_dirs, load_task
 from lake import Lake
+from lake.splits import recorded_splits as _recorded_splits
 
 TIER_PRIORITY = {"easy": 1.0, "medium": 1.0, "hard": 1.0}
 
@@ -61,19 +62,8 @@ def admitted_ids(lake: str | Path) -> set[str] | None:
 
 
 def recorded_splits(lake: str | Path) -> dict[str, str]:
-    """The split each task's earliest admission recorded in the ``tasks`` table (none: ``{}``)."""
-    lk = Lake(lake)
-    if not lk.exists("tasks"):
-        return {}
-    t = lk.read("tasks")
-    if "split" not in t.column_names:
-        return {}
-    rows = t.select(["task_id", "split", "admitted_at"]).to_pylist()
-    out: dict[str, str] = {}
-    for r in sorted(rows, key=lambda r: r["admitted_at"]):
-        if r["split"] in SPLITS:
-            out.setdefault(r["task_id"], r["split"])
-    return out
+    """The split each task's first admission recorded (:func:`lake.splits.recorded_splits`)."""
+    return _recorded_splits(Lake(lake))
 
 
 class TaskPool:

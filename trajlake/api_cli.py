@@ -35,6 +35,9 @@ def _reviewers(path: Path | None) -> dict[str, str]:
         fail(f"{path}: reviewer names must match {REVIEWER.pattern}: {bad[:3]}", ExitCode.USAGE)
     if len(set(doc.values())) < len(doc):
         fail(f"{path}: two reviewers share a token; each needs their own", ExitCode.USAGE)
+    if settings().api_token in doc.values():
+        fail(f"{path}: a reviewer's token is TRAJLAKE_API_TOKEN, the readers' token: give reviewers "
+             "their own", ExitCode.USAGE)  # fmt: skip
     return dict(doc)
 
 

@@ -220,6 +220,7 @@ def _report(lake: Path, pool: Any, outcomes: list[Any], eval_judge: Any, samples
     training = {tid: build_judge(t.spec.judge) for tid, t in tasks.items()}
     per_task: dict[str, list[int]] = {}
     per_task_training: dict[str, list[int]] = {}
+    per_task_both: dict[str, list[int]] = {}  # the evaluation judge on the episodes both judged
     rows, infra, unjudged, disagree = [], 0, 0, 0
     for o in outcomes:
         ep = eps.get(o.episode_id)
@@ -243,9 +244,13 @@ def _report(lake: Path, pool: Any, outcomes: list[Any], eval_judge: Any, samples
             t = per_task_training.setdefault(o.task_id, [0, 0])
             t[0] += trained_verdict == "pass"
             t[1] += 1
+            b = per_task_both.setdefault(o.task_id, [0, 0])
+            b[0] += verdict == "pass"
+            b[1] += 1
             disagree += (trained_verdict == "pass") != (verdict == "pass")
     p1 = pass_at_k([tuple(v) for v in per_task.values()], 1)  # type: ignore[misc]
     tp1 = pass_at_k([tuple(v) for v in per_task_training.values()], 1)  # type: ignore[misc]
+    same = pass_at_k([tuple(v) for v in per_task_both.values()], 1)  # type: ignore[misc]
     names = sorted({(j.name, j.version) for j in training.values()})
     shown = (eval_judge.name, eval_judge.version) if eval_judge else (names[0] if len(names) == 1 else None)
     report: dict[str, Any] = {
@@ -263,7 +268,7 @@ def _report(lake: Path, pool: Any, outcomes: list[Any], eval_judge: Any, samples
             "ci_high": round(tp1.high, 6),
             "n": tp1.n,
         },  # fmt: skip
-        "judge_gap": round(tp1.value - p1.value, 6),
+        "judge_gap": round(tp1.value - same.value, 6),  # on the same episodes
         "judge_disagreements": disagree,
         "infra_errors": infra,
         "unjudged": unjudged,
@@ -273,7 +278,8 @@ def _report(lake: Path, pool: Any, outcomes: list[Any], eval_judge: Any, samples
     }
     if samples > 1:
         pk = pass_at_k([tuple(v) for v in per_task.values()], samples)  # type: ignore[misc]
-        report["pass_at_k"] = {"k": samples, **pk.as_dict()}
+        short = sum(1 for v in per_task.values() if v[1] < samples)
+        report["pass_at_k"] = {"k": samples, **pk.as_dict(), "tasks_with_fewer_samples": short}
     return report
 
 

@@ -629,7 +629,12 @@ def impact(
         fail(str(exc), ExitCode.USAGE)
     finally:
         backend_.close()
-    queued = _queue_flips(report) if queue and report.flips else 0
+    queued, queue_error = 0, None
+    if queue and report.flips:
+        try:  # the report and the gate stand without a broker; the queue waits for one
+            queued = _queue_flips(report)
+        except TrajlakeError as exc:
+            queue_error = exc.explained()
     out = {
         "judge": {"name": report.judge_name, "version": report.judge_version},
         "selected": report.selected, "compared": len(report.compared), "skipped": dict(report.skipped),
@@ -643,6 +648,7 @@ def impact(
                      "new_score": c.new_score, "old_judge": c.old_judge}
                     for c in report.flips],
         "queued_for_review": queued,
+        "queue_error": queue_error,
     }  # fmt: skip
     if as_json:
         print(json.dumps(out, indent=2))
@@ -661,6 +667,9 @@ def impact(
                       f"sign, {len(report.became_constant)} become constant; {queued} flipped episodes "
                       f"queued for review; {len(report.errors)} errors, "
                       f"{sum(report.skipped.values())} skipped")  # fmt: skip
+    if queue_error:
+        err_console.print(f"[yellow]warning:[/yellow] the flipped episodes were not queued for review: "
+                          f"{escape(queue_error)} (`--no-queue` skips the queue)")  # fmt: skip
     if max_flip_rate is not None and report.flip_rate > max_flip_rate:
         err_console.print(
             f"[red]the flip rate {report.flip_rate:.1%} is above --max-flip-rate {max_flip_rate:.1%}[/red]"

@@ -143,6 +143,9 @@ class _Curriculum:
         self.sampler, self.rng, self.group_size = sampler, rng, group_size
         self.max_refills = sampler.config.max_refills
         self.choices = sampler.draw(n_tasks, rng, budget_s=budget_s, group_size=group_size)
+        self.budget_left = (
+            None if budget_s is None else budget_s - sum(c.cost_s * group_size for c in self.choices)
+        )
         self.used = {c.task.id for c in self.choices}
         self.round = 0
         self.constant = self.refilled = self.unreplaced = 0
@@ -159,7 +162,9 @@ class _Curriculum:
         self.constant += len(flat)
         room = self.max_refills - self.refilled
         new = self.sampler.draw(min(len(flat), max(0, room)), self.rng, exclude=self.used,
-                                group_size=self.group_size)  # fmt: skip
+                                group_size=self.group_size, budget_s=self.budget_left)  # fmt: skip
+        if self.budget_left is not None:  # replacements are spent from the same budget
+            self.budget_left -= sum(c.cost_s * self.group_size for c in new)
         self.unreplaced += len(flat) - len(new)
         if not new:
             return []

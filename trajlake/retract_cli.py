@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from trajlake.terminal import ExitCode, console, fail, settings
+from trajlake.terminal import ExitCode, console, err_console, fail, settings
 
 
 def retract(
@@ -56,10 +56,25 @@ def retract(
         event = control_event(RETRACTION, row, "retraction")
     except SchemaError as exc:
         fail(str(exc), ExitCode.USAGE)
+    existing = _stored(s.lake, rid)
+    if existing is not None and (existing["scope"], existing["target"]) != (scope, target):
+        fail(f"retraction {rid} exists already and names {existing['scope']} {existing['target']} (a "
+             "retraction is never rewritten); give another --name", ExitCode.USAGE)  # fmt: skip
     require_broker(s.kafka_bootstrap)
     require_topic(s.kafka_bootstrap, s.topic_curation)
-    publish_events(s.kafka_bootstrap, s.topic_curation, [event])
-    fold_log(s)
+    if existing is None:
+        publish_events(s.kafka_bootstrap, s.topic_curation, [event])
+        fold_log(s)
+        stored = _stored(s.lake, rid)
+        if stored is None or (stored["scope"], stored["target"]) != (scope, target):
+            held = (stored["scope"], stored["target"]) if stored else None
+            fail(f"retraction {rid} was sent but the lake holds {held}; `trajlake lake show retractions` "
+                 "shows it", ExitCode.FAILED)  # fmt: skip
+    else:
+        row = existing
+    if not _matches(s.lake, scope, target):
+        err_console.print(f"[yellow]warning:[/yellow] nothing in the lake matches {scope} "
+                          f"{escape(target)} yet (it will exclude what arrives)")  # fmt: skip
     impacted = impacted_checkpoints(s.lake, rid)
     if as_json:
         print(json.dumps({"retraction": row, "impacted": impacted}, indent=2, default=str))
@@ -67,6 +82,37 @@ def retract(
     console.print(f"[green]{rid}[/green]: {scope} {escape(target)} retracted ({escape(reason)}); "
                   "datasets read from now on exclude it (`retracted`)")  # fmt: skip
     _print_impacted(impacted, rid)
+
+
+def _stored(lake: Any, rid: str) -> dict[str, Any] | None:
+    from lake import Lake, sql_literal
+
+    lk = Lake(lake)
+    if not lk.exists("retractions"):
+        return None
+    rows = lk.read("retractions", where=f"retraction_id = {sql_literal(rid)}").to_pylist()
+    return rows[0] if rows else None
+
+
+def _matches(lake: Any, scope: str, target: str) -> bool:
+    """Whether the lake holds anything a retraction of ``scope`` ``target`` takes out."""
+    from lake import Lake, sql_literal
+
+    lk = Lake(lake)
+    name, _, version = target.rpartition("@")
+    where, table = {
+        "episode": (f"episode_id = {sql_literal(target)}", "episodes"),
+        "group": (f"group_id = {sql_literal(target)}", "episodes"),
+        "task_version": (
+            f"task_id = {sql_literal(name)} AND task_version = {sql_literal(version)}",
+            "episodes",
+        ),
+        "judge_version": (
+            f"judge_name = {sql_literal(name)} AND judge_version = {sql_literal(version)}",
+            "rewards",
+        ),
+    }[scope]
+    return lk.exists(table) and lk.read(table, where=where, columns=["episode_id"]).num_rows > 0
 
 
 def _print_impacted(impacted: list[dict[str, Any]], rid: str) -> None:

@@ -41,3 +41,36 @@ def test_a_derived_task_inherits_its_source_tasks_split(tmp_path: Path) -> None:
     assert hashed_split("pyfix-004") == "train"
     assert split_of(derived, {}) == "eval"  # a near copy of an eval task is not trained on
     assert split_of(derived, {"pyfix-006": "train"}) == "train"
+
+
+def test_a_draft_follows_its_source_even_against_the_split_its_copied_spec_declares(tmp_path: Path) -> None:
+    lineage = "lineage:\n  case: stuck\n  derived_from: pyfix-006@1\nsplit: train\n"
+    assert split_of(_task(tmp_path, lineage, task_id="pyfix-004"), {}) == "eval"
+
+
+def test_a_task_admitted_before_splits_existed_stays_in_train(tmp_path: Path) -> None:
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from lake import Lake
+    from rollouts.sampler import recorded_splits
+    from schemas.tables import TABLES
+
+    t0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+
+    def row(task: str, version: str, split: str | None, days: int) -> dict[str, object]:
+        return {"task_id": task, "version": version, "family": "pyfix", "tier": "easy", "spec": "{}",
+                "spec_digest": "d", "admitted": True, "reasons": [], "split": split,
+                "admitted_at": t0 + dt.timedelta(days=days)}  # fmt: skip
+
+    lake = Lake(tmp_path / "lake")
+    lake.ensure(["tasks"])
+    rows = [
+        row("pyfix-006", "1", None, 0),
+        row("pyfix-006", "2", "eval", 1),
+        row("pyfix-007", "1", "eval", 0),
+    ]
+    lake.write("tasks", pa.Table.from_pylist(rows, schema=TABLES["tasks"]), mode="upsert")
+    # pyfix-006 hashes to eval, but its first admission (from before splits) left it open to training
+    assert recorded_splits(tmp_path / "lake") == {"pyfix-006": "train", "pyfix-007": "eval"}

@@ -37,6 +37,7 @@ def test_a_cache_hit_is_the_cold_state_and_runs_no_setup(
         "mkdir -p build/deep && python3 -c \"print('generated')\" > build/deep/gen.txt",
         "printf '#!/bin/sh\\necho hi\\n' > build/run.sh && chmod +x build/run.sh",
         "echo ran >> setup-runs.txt",
+        "echo s > build/secret && chmod 600 build/secret",
     ])  # fmt: skip
     cache = StateCache(tmp_path / "cache")
     with SandboxPool(backend, ROLLOUT_SPEC.with_(image=base_image), max_size=2) as pool:
@@ -48,7 +49,9 @@ def test_a_cache_hit_is_the_cold_state_and_runs_no_setup(
                 else:
                     task.prepare(sb)  # type: ignore[attr-defined]
                     how = "cold"
-                runs = sb.exec("cat setup-runs.txt; ./build/run.sh", timeout=30).stdout
+                runs = sb.exec(
+                    "cat setup-runs.txt; ./build/run.sh; stat -c %a build/secret", timeout=30
+                ).stdout
                 digest = read_archive(sb.export_workspace()).digest
                 if use_cache:
                     assert cache.digest(task, sb.image_digest) == digest  # type: ignore[arg-type]
@@ -60,7 +63,8 @@ def test_a_cache_hit_is_the_cold_state_and_runs_no_setup(
         again = state(True)
     assert (cold[0], miss[0], hit[0], again[0]) == ("cold", "miss", "hit", "hit")
     assert cold[1] == miss[1] == hit[1] == again[1]  # the same file tree, modes included
-    assert hit[2] == "ran\nhi\n"  # the setup ran once, when the state was made: the hit ran none
+    # the setup ran once, when the state was made (the hit ran none); modes are the cold path's
+    assert cold[2] == miss[2] == hit[2] == again[2] == "ran\nhi\n600\n"
     assert (cache.hits, cache.misses) == (2, 1)
     assert [p.name for p in (tmp_path / "cache").iterdir()] and all(
         (p / "meta.json").is_file() for p in (tmp_path / "cache").iterdir()

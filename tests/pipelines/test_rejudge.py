@@ -131,6 +131,9 @@ def test_rejudge_scores_old_episodes_with_a_new_judge_version(world: World) -> N
     new = [r for r in after if r["judge_name"] == "tests"]
     assert len(new) == 4 and {r["source"] for r in new} == {"rejudge"}
     assert {r["rejudge_run_id"] for r in new} == {report.run_id}  # type: ignore[attr-defined]
+    # the judgement of the rebuilt state says so in its evidence; the archived ones do not
+    rebuilt_says = {r["episode_id"]: "final_state" in json.loads(r["evidence"] or "{}") for r in new}
+    assert rebuilt_says == {e: e == world.stateless for e in [*world.fixed, world.idle, world.stateless]}
     assert {r["episode_id"]: r["verdict"] for r in new} == {
         e: "pass" for e in [*world.fixed, world.idle, world.stateless]
     }

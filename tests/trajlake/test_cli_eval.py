@@ -59,6 +59,24 @@ def test_training_never_samples_an_eval_task_and_an_evaluation_is_recorded_apart
     run(home, port, "export", "--format", "hf", "--out", str(tmp_path / "export"))
     lineage = json.loads((tmp_path / "export" / "lineage.json").read_text())
     assert lineage["samples_excluded"]["eval"] == 4  # (the scripted policy has no tokens to train on)
+    # a worker that records an eval task's episode as a training one changes nothing: the split decides
+    from ingest.recorder import EpisodeRecorder
+
+    rec = EpisodeRecorder.open(bootstrap=f"127.0.0.1:{port}", home=tmp_path, worker_id="forger",
+                               topic="trajlake.episodes", delivery="inline")  # fmt: skip
+    try:
+        with rec.episode(task={"id": "pyfix-006", "version": "1", "family": "pyfix"}, policy={"id": "p"},
+                         metadata={"source": "rollout"}) as ep:  # fmt: skip
+            ep.reward(
+                judge_name="composite", judge_version=report["judge"]["version"], score=1.0, verdict="pass"
+            )
+        rec.flush()
+    finally:
+        rec.close()
+    run(home, port, "pipeline", "run", "--once")
+    run(home, port, "export", "--format", "hf", "--out", str(tmp_path / "export2"))
+    lineage = json.loads((tmp_path / "export2" / "lineage.json").read_text())
+    assert lineage["samples_excluded"]["eval"] == 5
 
     # the split is assigned once: a new version that declares another split keeps the recorded one
     spec = tasks / "pyfix-006" / "task.yaml"

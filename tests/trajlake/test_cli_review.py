@@ -171,6 +171,9 @@ def test_rules_fill_the_queue_reviewers_answer_and_reviews_become_golden_cases(
     out = json.loads(run(home, port, "retract", "--episode", crafted["flag"], "--reason", "confirmed hack",
                          "--name", "hack-flag", "--json").stdout)  # fmt: skip
     assert out["retraction"]["scope"] == "episode" and out["impacted"] == []  # no checkpoint trained on it
+    run(home, port, "retract", "--episode", crafted["flag"], "--reason", "again", "--name", "hack-flag")
+    other = run(home, port, "retract", "--episode", ref, "--reason", "x", "--name", "hack-flag", check=False)
+    assert other.returncode == 2 and "exists already" in other.stderr  # a retraction is never rewritten
     impacted = run(home, port, "lineage", "--impacted-by", "hack-flag", "--json")
     assert json.loads(impacted.stdout) == []
     run(home, port, "replay", "--into", str(tmp_path / "replayed"))
