@@ -19,11 +19,13 @@ TASKS = Path(__file__).resolve().parents[2] / "tasks"
 def test_a_task_without_lineage_keeps_the_spec_digest_it_had_before_lineage_existed() -> None:
     # Episodes and admission rows carry spec digests: a new optional field must not make every
     # recorded task look changed (re-judging would call them drifted). 3ad931bb... is pyfix-004's
-    # digest computed by the code before `lineage` was added (3a12aa2); `split` came later still.
+    # digest computed by the code before `lineage` was added (3a12aa2); `split` and `nondeterministic`
+    # came later still.
     task = load_task(TASKS / "pyfix" / "pyfix-004")
-    assert task.spec.lineage is None and task.spec.split is None
+    assert task.spec.lineage is None and task.spec.split is None and task.spec.nondeterministic is None
     assert task.spec_digest == "3ad931bb520dacd14d49eb6693a7e99413a987ca8019873b736c040cce0d627c"
-    dumped = {k: v for k, v in task.spec.model_dump(mode="json").items() if k not in ("lineage", "split")}
+    later = ("lineage", "split", "nondeterministic")
+    dumped = {k: v for k, v in task.spec.model_dump(mode="json").items() if k not in later}
     canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":")).encode()
     assert task.spec_digest == hashlib.sha256(canonical).hexdigest()
 

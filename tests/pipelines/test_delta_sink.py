@@ -156,8 +156,9 @@ def test_a_batch_that_changes_nothing_still_records_its_offsets(lake: Lake) -> N
 def test_a_table_from_an_older_schema_gets_the_new_nullable_columns(tmp_path: Path) -> None:
     import datetime as dt
 
-    # a table from before the admission scores: both score columns are added, in the schema's order
-    older = pa.schema([f for f in TABLES["tasks"] if f.name not in ("do_nothing_score", "null_effort_max")])
+    # a table from before the admission scores (and splits): the columns are added, in the schema's order
+    added = ("do_nothing_score", "null_effort_max", "split")
+    older = pa.schema([f for f in TABLES["tasks"] if f.name not in added])
     DeltaTable.create(str(tmp_path / "lake" / "tasks"), schema=older)
     now = dt.datetime.now(dt.UTC)
     row = {"task_id": "t1", "version": "1", "family": "f", "tier": None, "spec": "{}", "spec_digest": "d",
