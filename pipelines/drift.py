@@ -46,6 +46,8 @@ DEFAULT_NONDETERMINISM: dict[str, str] = {
     r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\b"
     r"|\b(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
     r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?\s+\d{1,2}(?:,?\s+\d{4})?\b",
+    "epoch_times": r"\b1[6-9]\d{8}(?:\.\d+)?\b",  # `date +%s` and friends: seconds since 1970, 2020s-2030s
+    "uuids": r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",
     "durations": r"\b\d+(?:\.\d+)?\s?(?:s|ms|us|µs|ns|sec|secs|seconds)\b",
     "pids": r"(?i)\bpid[ =:]*\d+",
     "temp_paths": r"/tmp/[^\s'\":]+",

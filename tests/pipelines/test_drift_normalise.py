@@ -33,6 +33,8 @@ def test_what_varies_between_runs_is_normalised_and_nothing_else() -> None:
         ),
         ("made /tmp/tmpa1b2c3 at 2026-12-05T07:22:48.123Z", "made /tmp/tmpzz9 at 2027-01-01T00:00:00Z"),
         ("<object object at 0x7f3a2b1c0d90> pid 41", "<object object at 0x7fffe0001234> pid 7"),
+        ("now 1764920568", "now 1764921031.25"),  # date +%s
+        ("id 0190d5c2-6f5e-7a1b-9c3d-1e2f3a4b5c6d", "id 7c9e6679-7425-40de-944b-e07fc1f90ae7"),
     ]
     for a, b in pairs:
         assert norm(a) == norm(b), (a, b)
@@ -47,6 +49,11 @@ def test_what_varies_between_runs_is_normalised_and_nothing_else() -> None:
         ("Decoded 12 bytes", "Decoded 99 bytes"),  # a word that starts like a month is no date
         ("main.c:12:34: error", "main.c:19:40: error"),  # a line:column is no clock time
         ('File "a.py", line 10', 'File "a.py", line 11'),
+        (
+            "sha256 3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b",
+            "sha256 3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1c",
+        ),  # noqa: E501 - a content hash is content
+        ("count 1234567", "count 1234568"),
     ]
     for a, b in different:
         assert norm(a) != norm(b), (a, b)
