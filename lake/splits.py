@@ -6,6 +6,8 @@ eval task is trained on, whatever its worker wrote on it).
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from lake.store import Lake
 
 SPLITS = ("train", "eval")
@@ -19,8 +21,12 @@ def recorded_splits(lake: Lake, version: int | None = None) -> dict[str, str]:
     """
     if not lake.exists("tasks"):
         return {}
-    t = lake.read("tasks", version=version)
-    rows = t.select([c for c in ("task_id", "split", "admitted_at") if c in t.column_names]).to_pylist()
+    return splits_of(lake.read("tasks", version=version, columns=["task_id", "split", "admitted_at"]))
+
+
+def splits_of(tasks: pa.Table) -> dict[str, str]:
+    """:func:`recorded_splits` of rows of the ``tasks`` table already read."""
+    rows = tasks.select(["task_id", "split", "admitted_at"]).to_pylist()
     out: dict[str, str] = {}
     for r in sorted(rows, key=lambda r: r["admitted_at"]):
         out.setdefault(r["task_id"], r.get("split") if r.get("split") in SPLITS else "train")

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake import Lake, consistent_versions, sql_literal
-from learners.retractions import Retracted, latest_version, read_retracted
+from learners.retractions import Retracted, read_retracted
 from learners.tokenizer import CharTokenizer
 
 TABLES_READ = ("episodes", "rewards", "samples")
@@ -453,10 +453,6 @@ def _most_common_judge_version(
     return Counter(in_scope).most_common(1)[0][0] if in_scope else None
 
 
-def _version_of(lk: Lake, name: str) -> int | None:
-    return lk.versions().get(name) if lk.exists(name) else None
-
-
 def _eval_tasks(lk: Lake, version: int | None) -> frozenset[str]:
     """The tasks the ``tasks`` table (at ``version``; none: no table read) puts in the eval split."""
     from lake.splits import recorded_splits
@@ -489,12 +485,13 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     skipped: Counter[str] = Counter()
     # the retractions and the task splits in the snapshot: pinned with the rest (a lineage from
     # before they were read has none)
-    pinned = spec.versions is not None
-    ret_version = (spec.versions or {}).get("retractions") if pinned else latest_version(lk)
+    # (a pinned read takes them from its versions; an unpinned one reads the lake's once)
+    current = spec.versions if spec.versions is not None else lk.versions()
+    ret_version = current.get("retractions")
     if ret_version is not None:
         versions = {**versions, "retractions": int(ret_version)}
     retracted = read_retracted(lk, ret_version)
-    tasks_version = (spec.versions or {}).get("tasks") if pinned else _version_of(lk, "tasks")
+    tasks_version = current.get("tasks")
     if tasks_version is not None:
         versions = {**versions, "tasks": int(tasks_version)}
     eval_tasks = _eval_tasks(lk, tasks_version)

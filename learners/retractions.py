@@ -70,11 +70,6 @@ def read_retracted(lake: Lake, version: int | None) -> Retracted:
     return Retracted.of(lake.read("retractions", version=version).to_pylist())
 
 
-def latest_version(lake: Lake) -> int | None:
-    """The ``retractions`` table's current version (``None``: no such table)."""
-    return lake.versions().get("retractions") if lake.exists("retractions") else None
-
-
 def impacted_checkpoints(lake_root: str | Path, retraction_id: str) -> list[dict[str, Any]]:
     """The checkpoints that trained on what a retraction names, and every checkpoint descending from one.
 

@@ -32,6 +32,7 @@ from ingest.blobs import BlobStore
 from judges.final_state import WORKSPACE_LIMIT, read_archive
 from judges.tasks import Task
 from lake import Lake, sql_literal
+from pipelines.episode_filter import complete_episodes
 from pipelines.errors import PipelineError
 from sandboxes.errors import SandboxError
 from sandboxes.interface import Sandbox
@@ -175,16 +176,9 @@ def select(lake: Lake, selection: DriftSelection) -> list[dict[str, Any]]:
     """
     if not lake.exists("episodes") or not lake.exists("steps"):
         raise DriftError(f"the lake at {lake.root} has no episodes yet (fold the log first)")
-    where = ["completeness = 'complete'"]
-    for col, values in (
-        ("task_family", selection.families),
-        ("task_id", selection.task_ids),
-        ("episode_id", selection.episode_ids),
-        ("status", selection.statuses),
-    ):
-        if values:
-            where.append(f"{col} IN ({', '.join(sql_literal(v) for v in values)})")
-    eps = lake.read("episodes", where=" AND ".join(where)).to_pylist()
+    where = complete_episodes(families=selection.families, task_ids=selection.task_ids,
+                              episode_ids=selection.episode_ids, statuses=selection.statuses)  # fmt: skip
+    eps = lake.read("episodes", where=where).to_pylist()
     if selection.since is not None:
         eps = [e for e in eps if e["started_at"] is not None and e["started_at"] >= selection.since]
     eps.sort(key=lambda r: (r["started_at"] or dt.datetime.min.replace(tzinfo=dt.UTC), r["episode_id"]),

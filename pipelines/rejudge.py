@@ -45,6 +45,7 @@ from judges.registry import Judge, build_judge
 from judges.tasks import Task
 from lake.store import Lake, sql_literal
 from pipelines.drift import DriftError, reexecute
+from pipelines.episode_filter import complete_episodes
 from pipelines.errors import PipelineError
 from sandboxes.errors import SandboxError
 from sandboxes.pool import SandboxPool
@@ -200,16 +201,9 @@ def select(lake: Lake, selection: RejudgeSelection) -> tuple[list[Candidate], di
         The candidates and the table versions they were read at.
     """
     versions = _pinned(lake, selection.versions)
-    where = ["completeness = 'complete'"]
-    for col, values in (
-        ("task_family", selection.families),
-        ("task_id", selection.task_ids),
-        ("episode_id", selection.episode_ids),
-        ("status", selection.statuses),
-    ):
-        if values:
-            where.append(f"{col} IN ({_in(values)})")
-    eps = lake.read("episodes", version=versions["episodes"], where=" AND ".join(where)).to_pylist()
+    where = complete_episodes(families=selection.families, task_ids=selection.task_ids,
+                              episode_ids=selection.episode_ids, statuses=selection.statuses)  # fmt: skip
+    eps = lake.read("episodes", version=versions["episodes"], where=where).to_pylist()
     eps.sort(key=lambda r: (r["started_at"] or dt.datetime.min.replace(tzinfo=dt.UTC), r["episode_id"]))
     if selection.limit is not None:
         eps = eps[: selection.limit]

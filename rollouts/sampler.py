@@ -13,6 +13,7 @@ from judges.splits import split_of
 from judges.tasks import Task, find_task_dirs, load_task
 from lake import Lake
 from lake.splits import recorded_splits as _recorded_splits
+from lake.splits import splits_of
 
 TIER_PRIORITY = {"easy": 1.0, "medium": 1.0, "hard": 1.0}
 
@@ -52,13 +53,21 @@ def group_assignments(
 
 def admitted_ids(lake: str | Path) -> set[str] | None:
     """Ids the ``tasks`` table admits (``None`` when nothing was ever admitted: no table, or no rows)."""
+    return _admissions(lake)[0]
+
+
+def _admissions(lake: str | Path) -> tuple[set[str] | None, dict[str, str]]:
+    """The admitted ids (:func:`admitted_ids`) and the recorded splits, from one read of ``tasks``."""
     lk = Lake(lake)
     if not lk.exists("tasks"):
-        return None
-    rows = lk.read("tasks").select(["task_id", "admitted"]).to_pylist()
-    if not rows:
-        return None
-    return {r["task_id"] for r in rows if r["admitted"]}
+        return None, {}
+    table = lk.read("tasks", columns=["task_id", "admitted", "split", "admitted_at"])
+    if not table.num_rows:
+        return None, {}
+    admitted = {
+        t for t, ok in zip(table["task_id"].to_pylist(), table["admitted"].to_pylist(), strict=True) if ok
+    }
+    return admitted, splits_of(table)
 
 
 def recorded_splits(lake: str | Path) -> dict[str, str]:
@@ -112,8 +121,8 @@ class TaskPool:
         Only the ``train`` split by default: training never samples an ``eval`` task (``split="eval"``
         for an evaluation, ``None`` for both).
         """
-        return cls(paths, admitted=admitted_ids(lake), split=split, recorded_splits=recorded_splits(lake),
-                   **filters)  # fmt: skip
+        admitted, splits = _admissions(lake)
+        return cls(paths, admitted=admitted, split=split, recorded_splits=splits, **filters)
 
     def __len__(self) -> int:
         return len(self.tasks)

@@ -112,14 +112,11 @@ def drift(
         finally:
             backend_.close()
         if fold and results:
-            from ingest.publish import publish_events
             from schemas.control import DRIFT, control_event
-            from trajlake.loop import fold_log
+            from trajlake.loop import curate
 
             progress.update(bar, description="recording the results (drift table)")
-            events = [control_event(DRIFT, r.row(run_id, checked_at), "drift") for r in results]
-            publish_events(s.kafka_bootstrap, s.topic_curation, events)
-            fold_log(s)
+            curate(s, [control_event(DRIFT, r.row(run_id, checked_at), "drift") for r in results])
     report = {
         "run_id": run_id,
         "checked": len(results),

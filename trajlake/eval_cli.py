@@ -23,8 +23,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from trajlake.options import BackendOpt, TaskDirs, Workers, check_policy
-from trajlake.rejudge_cli import _judge_spec
+from trajlake.options import BackendOpt, TaskDirs, Workers, check_policy, judge_spec_option
 from trajlake.terminal import ExitCode, console, err_console, fail, settings
 
 
@@ -66,15 +65,8 @@ def evaluate(
     ] = None,
     samples: Annotated[int, typer.Option(min=1, help="Attempts per task (K of pass@K).")] = 1,
     judge: Annotated[
-        Any,
-        typer.Option(
-            parser=str,
-            callback=_judge_spec,
-            metavar="SPEC",
-            help='The evaluation judge: JSON {"name":..,"config":{..}} or @FILE. '
-            "Default: each task's own (training) judge.",
-        ),
-    ] = None,  # fmt: skip
+        Any, judge_spec_option("the evaluation judge (default: each task's own, training, judge).")
+    ] = None,
     against: Annotated[
         str | None,
         typer.Option(

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from schemas.errors import TrajlakeError
-from trajlake.options import BackendOpt, LakeOpt
+from trajlake.options import BackendOpt, LakeOpt, judge_spec_option
 from trajlake.terminal import ExitCode, console, err_console, fail, settings
 
 judges_app = typer.Typer(help="Versioned judges and their golden sets.", no_args_is_help=True)
@@ -569,15 +569,7 @@ def golden_add(
 
 @judges_app.command("impact")
 def impact(
-    judge: Annotated[
-        Any,
-        typer.Option(
-            parser=str,
-            callback=_judge_spec_option,
-            metavar="SPEC",
-            help='The new judge: JSON {"name":..,"config":{..}} or @FILE.',
-        ),
-    ],  # fmt: skip
+    judge: Annotated[Any, judge_spec_option("the new judge.")],
     tasks: Annotated[
         list[Path],
         typer.Option("--tasks", exists=True, help="Task directories, or folders of them (repeatable)."),
@@ -679,22 +671,14 @@ def impact(
         raise typer.Exit(code=ExitCode.FAILED)
 
 
-def _judge_spec_option(text: str | None) -> Any:
-    from trajlake.rejudge_cli import _judge_spec
-
-    return _judge_spec(text)
-
-
 def _queue_flips(report: Any) -> int:
     """Put the flipped episodes in the review queue (rule ``judge-impact``); return how many were new."""
     import datetime as dt
 
     from api.review import item_id
-    from ingest.kafka_broker import require_broker, require_topic
-    from ingest.publish import publish_events
     from lake import Lake
     from schemas.control import REVIEW_ITEM, control_event
-    from trajlake.loop import fold_log
+    from trajlake.loop import curate
 
     s = settings()
     lk = Lake(s.lake)
@@ -716,10 +700,5 @@ def _queue_flips(report: Any) -> int:
         if item_id(c.episode_id, rule) not in have
     ]  # fmt: skip
     if rows:
-        require_broker(s.kafka_bootstrap)
-        require_topic(s.kafka_bootstrap, s.topic_curation)
-        publish_events(
-            s.kafka_bootstrap, s.topic_curation, [control_event(REVIEW_ITEM, r, "judge-impact") for r in rows]
-        )
-        fold_log(s)
+        curate(s, [control_event(REVIEW_ITEM, r, "judge-impact") for r in rows])
     return len(rows)

@@ -61,3 +61,18 @@ def fold_log(settings: Settings) -> int:
     from pipelines import run_once
 
     return sum(r.records for r in run_once(settings.pipeline_config()))
+
+
+def curate(settings: Settings, events: Sequence[Any]) -> None:
+    """Put control events on the curation topic (acknowledged) and fold them into the lake.
+
+    Raises:
+        SinkUnavailableError: no broker answers, or the topic is missing (with the fix).
+    """
+    from ingest.kafka_broker import require_broker, require_topic
+    from ingest.publish import publish_events
+
+    require_broker(settings.kafka_bootstrap)
+    require_topic(settings.kafka_bootstrap, settings.topic_curation)
+    publish_events(settings.kafka_bootstrap, settings.topic_curation, list(events))
+    fold_log(settings)

@@ -7,9 +7,10 @@ and none gets as far as a worker process with a value it cannot use.
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -89,3 +90,40 @@ PolicyOpt = Annotated[
         help="scripted:reference | scripted:FILE.yaml | openai:URL#MODEL | local:CHECKPOINT_DIR[?k=v&...]",
     ),
 ]
+
+
+def check_judge_spec(text: str | None) -> dict[str, Any] | None:
+    """Parser callback: ``--judge`` as inline JSON or ``@file`` (JSON or YAML), built once to check it."""
+    if text is None:
+        return None
+    if text.startswith("@"):
+        import yaml
+
+        path = Path(text[1:])
+        if not path.is_file():
+            raise typer.BadParameter(f"no judge spec file {path}")
+        try:
+            spec = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise typer.BadParameter(f"{path} is not YAML or JSON: {exc}") from exc
+    else:
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"not JSON ({exc}); give JSON or @file.yaml") from exc
+    if not isinstance(spec, dict) or "name" not in spec:
+        raise typer.BadParameter('a judge spec is {"name": ..., "config": {...}}')
+    from judges import build_judge
+    from schemas.errors import TrajlakeError
+
+    try:
+        build_judge(spec)
+    except TrajlakeError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    return spec
+
+
+def judge_spec_option(help: str) -> Any:
+    """A ``--judge SPEC`` option (JSON or ``@file``), checked to build a judge when parsed."""
+    return typer.Option(parser=str, callback=check_judge_spec, metavar="SPEC",
+                        help='JSON {"name":..,"config":{..}} or @FILE: ' + help)  # fmt: skip

@@ -10,53 +10,15 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from trajlake.options import BackendOpt, DeltaVersion, TaskDirs, Workers
+from trajlake.options import BackendOpt, DeltaVersion, TaskDirs, Workers, judge_spec_option
 from trajlake.terminal import ExitCode, console, err_console, fail, settings
-
-
-def _judge_spec(text: str | None) -> dict[str, Any] | None:
-    """Parser callback: ``--judge`` as inline JSON or ``@file`` (JSON or YAML), built once to check it."""
-    if text is None:
-        return None
-    if text.startswith("@"):
-        import yaml
-
-        path = Path(text[1:])
-        if not path.is_file():
-            raise typer.BadParameter(f"no judge spec file {path}")
-        try:
-            spec = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise typer.BadParameter(f"{path} is not YAML or JSON: {exc}") from exc
-    else:
-        try:
-            spec = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise typer.BadParameter(f"not JSON ({exc}); give JSON or @file.yaml") from exc
-    if not isinstance(spec, dict) or "name" not in spec:
-        raise typer.BadParameter('a judge spec is {"name": ..., "config": {...}}')
-    from judges import build_judge
-    from schemas.errors import TrajlakeError
-
-    try:
-        build_judge(spec)
-    except TrajlakeError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    return spec
 
 
 def rejudge(
     tasks: TaskDirs,
     judge: Annotated[
-        Any,
-        typer.Option(
-            parser=str,
-            callback=_judge_spec,
-            metavar="SPEC",
-            help='Judge spec for every episode: JSON {"name":..,"config":{..}} or @FILE. '
-            "Default: each task's current judge.",
-        ),
-    ] = None,  # fmt: skip
+        Any, judge_spec_option("the judge of every episode (default: each task's current judge).")
+    ] = None,
     family: Annotated[list[str] | None, typer.Option(help="Only these task families.")] = None,
     task: Annotated[list[str] | None, typer.Option(help="Only these task ids.")] = None,
     status: Annotated[

@@ -36,12 +36,11 @@ def retract(
     trained on it already, and their descendants, are listed (`trajlake lineage --impacted-by ID`).
     """
     from ingest.kafka_broker import require_broker, require_topic
-    from ingest.publish import publish_events
     from learners.retractions import impacted_checkpoints
     from schemas.control import RETRACTION, control_event
     from schemas.errors import SchemaError
     from trajlake.failures_cli import curator
-    from trajlake.loop import fold_log
+    from trajlake.loop import curate
 
     named = [(s, t) for s, t in (("episode", episode), ("group", group), ("task_version", task),
                                  ("judge_version", judge)) if t]  # fmt: skip
@@ -63,8 +62,7 @@ def retract(
     require_broker(s.kafka_bootstrap)
     require_topic(s.kafka_bootstrap, s.topic_curation)
     if existing is None:
-        publish_events(s.kafka_bootstrap, s.topic_curation, [event])
-        fold_log(s)
+        curate(s, [event])
         stored = _stored(s.lake, rid)
         if stored is None or (stored["scope"], stored["target"]) != (scope, target):
             held = (stored["scope"], stored["target"]) if stored else None

@@ -40,15 +40,9 @@ def _tables(*names: str) -> list[Any]:
 
 
 def _publish(events: list[Any]) -> None:
-    from ingest.kafka_broker import require_broker, require_topic
-    from ingest.publish import publish_events
-    from trajlake.loop import fold_log
+    from trajlake.loop import curate
 
-    s = settings()
-    require_broker(s.kafka_bootstrap)
-    require_topic(s.kafka_bootstrap, s.topic_curation)
-    publish_events(s.kafka_bootstrap, s.topic_curation, events)
-    fold_log(s)
+    curate(settings(), events)
 
 
 @review_app.command("fill")
