@@ -8,11 +8,14 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api.deps import require_token
+from api.deps import reject_unknown_params, require_token
 from api.errors import ApiError
 from api.lake_reader import LakeReader
+from api.metrics import ApiMetrics, MetricsAndHead
 from api.models import ErrorPublic
 from api.routes import checkpoints, episodes, failures, health, judges, page, review, tables
 from lake import Lake
@@ -48,6 +51,22 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         where = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "path"))
         parts.append(f"{where}: {err.get('msg', 'invalid')}")
     return _error(422, "invalid_request", "; ".join(parts) or "invalid request")
+
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    # Starlette's own answers (no such route, a method the route does not take) in the same shape
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 404:
+        detail = f"no route {request.url.path}: the routes are listed at /docs"
+    elif exc.status_code == 405:
+        detail = f"{request.method} is not allowed on {request.url.path}"
+    else:
+        detail = str(exc.detail)
+    headers = dict(exc.headers or {})
+    return _error(exc.status_code, _HTTP_CODES.get(exc.status_code, "http_error"), detail, headers or None)
 
 
 def create_app(
@@ -92,11 +111,22 @@ def create_app(
     app.state.reviewers = dict(reviewers or {})
     app.state.publish = publish
     app.state.review_topic = review_topic
-    guarded = [Depends(require_token)]
-    app.include_router(health.router)
+    metrics = ApiMetrics(app.state.reader)
+    app.state.metrics = metrics
+    strict = [Depends(reject_unknown_params)]
+    guarded = [Depends(require_token), *strict]
+    app.include_router(health.router, dependencies=strict)
     app.include_router(page.router)
     for module in (tables, episodes, failures, judges, checkpoints, review):
         app.include_router(module.router, dependencies=guarded)
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics() -> Response:
+        """The API's metrics in Prometheus' text format (no token: counts and latencies, no rows)."""
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_middleware(MetricsAndHead, metrics=metrics)
     return app

@@ -14,12 +14,16 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.errors import ForbiddenError, UnauthorizedError
+from api.errors import ForbiddenError, InvalidRequestError, UnauthorizedError
 from api.lake_reader import LakeReader
 from schemas import fixes
 
 MAX_LIMIT = 500
 """Most items one page of a list may hold."""
+
+MAX_COUNT = 2**53
+"""Bound of every count, offset and version a query may give (Arrow computes in 64 bits; larger
+numbers are refused with a 422 instead of overflowing into a 500)."""
 
 
 def get_reader(request: Request) -> LakeReader:
@@ -29,6 +33,45 @@ def get_reader(request: Request) -> LakeReader:
 
 
 ReaderDep = Annotated[LakeReader, Depends(get_reader)]
+
+_QUERY_NAMES: dict[int, frozenset[str]] = {}
+
+
+def _query_names(route: Any) -> frozenset[str]:
+    key = id(route)
+    names = _QUERY_NAMES.get(key)
+    if names is None:
+        found: set[str] = set()
+        pending = [getattr(route, "dependant", None)]
+        while pending:  # the route's own parameters and those of every dependency it has
+            dependant = pending.pop()
+            if dependant is None:
+                continue
+            found.update(p.alias for p in getattr(dependant, "query_params", ()))
+            pending.extend(getattr(dependant, "dependencies", ()))
+        names = frozenset(found)
+        _QUERY_NAMES[key] = names
+    return names
+
+
+def reject_unknown_params(request: Request) -> None:
+    """Refuse a query parameter the route does not take.
+
+    A misspelt ``rewards_versoin`` would otherwise be ignored silently, and the answer read from
+    another version than the one meant.
+
+    Raises:
+        InvalidRequestError: a parameter the route does not declare; the message lists those it does.
+    """
+    taken = _query_names(request.scope.get("route"))
+    unknown = sorted(set(request.query_params) - taken)
+    if unknown:
+        listed = ", ".join(sorted(taken)) or "none"
+        raise InvalidRequestError(
+            f"unknown query parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: "
+            f"{request.url.path} takes {listed}"
+        )
+
 
 _bearer = HTTPBearer(auto_error=False, description="The token the service was started with.")
 
@@ -90,7 +133,9 @@ ReviewerDep = Annotated[str, Depends(require_reviewer)]
 
 def version_query(table: str) -> Any:
     """The query parameter pinning the Delta version (time travel) of ``table``."""
-    return Query(ge=0, description=f"Delta version of the `{table}` table to read (default: its latest).")
+    return Query(
+        ge=0, le=MAX_COUNT, description=f"Delta version of the `{table}` table to read (default: its latest)."
+    )
 
 
 EpisodesVersion = Annotated[int | None, version_query("episodes")]
@@ -100,7 +145,8 @@ FailuresVersion = Annotated[int | None, version_query("failures")]
 CheckpointsVersion = Annotated[int | None, version_query("checkpoints")]
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Items per page (at most {MAX_LIMIT}).")]
-Offset = Annotated[int, Query(ge=0, description="Items to skip.")]
+Offset = Annotated[int, Query(ge=0, le=MAX_COUNT, description="Items to skip.")]
+MinSize = Annotated[int, Query(ge=1, le=MAX_COUNT, description="Smallest cluster returned.")]
 JudgeName = Annotated[
     str | None, Query(description="Judge name (default: the only judge that scored episodes).")
 ]

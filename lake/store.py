@@ -31,12 +31,17 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction
 from deltalake.exceptions import DeltaError, TableNotFoundError
 from deltalake.schema import Field as DeltaField
+from prometheus_client import Counter
 
 from lake.errors import LakeDamagedError, LakeError, TableMissingError, VersionNotFoundError
 from schemas import fixes
 from schemas.tables import PARTITION_COLUMNS, PRIMARY_KEYS, TABLES
 
 log = logging.getLogger(__name__)
+
+COMMIT_RETRIES = Counter(
+    "trajlake_lake_commit_retries", "Commits to a table retried after an error (or a lost race).", ["table"]
+)
 
 PIPELINE_TABLES = (
     "events", "quarantine", "episodes", "steps", "rewards", "failures", "samples", "tasks", "checkpoints",
@@ -800,6 +805,7 @@ class Lake:
                 if attempt >= max_attempts:
                     raise LakeError(f"commit to {name} failed after {attempt} attempts: {exc}") from exc
                 log.warning("commit to %s failed (%s); retrying", name, exc)
+                COMMIT_RETRIES.labels(name).inc()
                 time.sleep(0.05 * 2**attempt)
 
     def small_files(self, name: str) -> int:

@@ -44,6 +44,7 @@ from lake.store import (
     app_id,
     held_snapshots,
 )
+from pipelines import metrics
 from pipelines.beam_stages import (
     AssembleEpisodes,
     DedupEvents,
@@ -284,6 +285,7 @@ def plan_batch(
     if ends is None:
         ends = offsets.ends(cfg.topics)
     starts = committed_offsets(lake, cfg, sorted(ends))
+    metrics.record_lag(ends, starts)
     ranges = []
     for (topic, part), end in sorted(ends.items()):
         start = starts[(topic, part)]
@@ -526,7 +528,17 @@ def eager_bound(cfg: PipelineConfig) -> int | None:
 
 
 def run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
-    """Run one micro-batch's pipeline to completion."""
+    """Run one micro-batch's pipeline to completion (counted in :mod:`pipelines.metrics`)."""
+    try:
+        res = _run_batch(ranges, cfg)
+    except BaseException:
+        metrics.BATCH_FAILURES.inc()
+        raise
+    metrics.record_batch(res.records, res.seconds, res.counters)
+    return res
+
+
+def _run_batch(ranges: list[OffsetRange], cfg: PipelineConfig) -> BatchResult:
     t0 = time.monotonic()
     records = sum(len(r) for r in ranges)
     if runs_eagerly(cfg, records):

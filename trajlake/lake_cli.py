@@ -84,6 +84,13 @@ def pipeline_run(
     ] = None,
     runner: RunnerOpt = Runner.local,
     scheduler: SchedulerOpt = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0, max=65535, help="Serve Prometheus metrics (lag, batches, quarantine) on this port."
+        ),
+    ] = None,
+    metrics_host: Annotated[str, typer.Option(help="Address the metrics port binds.")] = "127.0.0.1",
 ) -> None:
     """Fold trajlake.episodes and trajlake.judgements into the Delta tables, exactly once."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -95,6 +102,11 @@ def pipeline_run(
         fail("give exactly one of --once or --follow", ExitCode.USAGE)
     cfg = _pipeline_config(lake, workers, max_batch, beam_arg, runner, scheduler)
     require_broker(cfg.bootstrap)
+    if metrics_port is not None:
+        from infra.metrics import serve_metrics
+
+        bound = serve_metrics(metrics_port, metrics_host)
+        console.print(f"metrics on http://{metrics_host}:{bound}/metrics")
     if once:
         total = backlog(cfg)
         with Progress(

@@ -315,6 +315,38 @@ def test_bad_input_answers_4xx_with_a_clear_message(client: TestClient, story_la
     )
 
 
+def test_unknown_routes_methods_and_parameters_answer_in_the_apps_error_shape(
+    client: TestClient, story_lake: StoryLake
+) -> None:
+    assert get(client, "/no/such/route", 404) == {
+        "error": "not_found",
+        "detail": "no route /no/such/route: the routes are listed at /docs",
+    }
+    r = client.delete("/episodes")
+    assert r.status_code == 405 and r.json() == {
+        "error": "method_not_allowed",
+        "detail": "DELETE is not allowed on /episodes",
+    }
+    # a misspelt version pin is refused, not ignored (the answer would come from the latest version)
+    typo = get(client, "/episodes", 422, rewards_versoin=1)
+    assert typo["error"] == "invalid_request"
+    assert typo["detail"].startswith("unknown query parameter rewards_versoin: /episodes takes ")
+    assert "rewards_version" in typo["detail"]
+    assert get(client, "/failures/breakdown", 422, by="task", familly="x")["detail"].startswith(
+        "unknown query parameter familly: /failures/breakdown takes by, episodes_version, judge, "
+    )
+    assert get(client, "/health", 422, verbose=1)["detail"] == (
+        "unknown query parameter verbose: /health takes none"
+    )
+    # every parameter a route declares is still taken
+    get(client, "/episodes", 200, rewards_version=story_lake.after_batch2["rewards"], judge="tests")
+    # HEAD is GET without a body, on the page as on the JSON routes
+    for path in ("/", "/health", "/episodes"):
+        head, full = client.head(path), client.get(path)
+        assert head.status_code == 200 and head.content == b"", path
+        assert head.headers["content-type"] == full.headers["content-type"], path
+
+
 def test_a_token_guards_every_route_but_health(story_lake: StoryLake) -> None:
     with TestClient(create_app(story_lake.root, token="s3cret")) as c:
         assert c.get("/health").status_code == 200

@@ -154,6 +154,18 @@ def test_serve_answers_health_and_the_page_over_http(tmp_path: Path) -> None:
             "reviews",
             "retractions",
         }
+        # Prometheus' text format, no token needed; the requests above counted by route template
+        metrics = httpx.get(f"{base}/metrics", timeout=5)
+        assert metrics.status_code == 200 and metrics.headers["content-type"].startswith("text/plain")
+        samples = {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in metrics.text.splitlines()
+            if line and not line.startswith("#")
+        }
+        assert samples['trajlake_api_requests_total{method="GET",route="/tables",status="401"}'] == 1
+        assert samples['trajlake_api_requests_total{method="GET",route="/tables",status="200"}'] == 1
+        assert samples['trajlake_lake_table_version{table="episodes"}'] == 0
+        assert 'trajlake_api_request_seconds_bucket{le="0.2",route="/health"}' in samples
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
