@@ -5,7 +5,7 @@
 #                                          made .venv and a Docker engine answers)
 #
 # 1. a runtime base: debootstrap of Debian bookworm with python3, python3-venv and
-#    openjdk-17-jre-headless, imported into the engine (trajlake's own image builder);
+#    openjdk-17-jre-headless (and Debian's prometheus for the monitoring service), imported into the engine (trajlake's own image builder);
 # 2. the wheels of the project and its runtime dependencies, built on this host (pip reaches PyPI
 #    here; the build container reaches nothing);
 # 3. the Kafka broker's and s3proxy's jars as Maven resolved them on this host, with the cached
@@ -21,7 +21,7 @@ import docker
 from sandboxes.images import DEFAULT_PACKAGES, ImageStore, build_image
 from trajlake.settings import Settings
 rec, _ = build_image(ImageStore(Settings().image_store), name="trajlake-runtime",
-                     packages=(*DEFAULT_PACKAGES, "python3-venv", "openjdk-17-jre-headless"),
+                     packages=(*DEFAULT_PACKAGES, "python3-venv", "openjdk-17-jre-headless", "prometheus"),
                      docker_client=docker.from_env())
 print(rec.docker_ref)
 PY

@@ -1,4 +1,4 @@
-"""The compose stack, up for real: three brokers, s3proxy, the pipeline on S3, the API (opt-in: minutes).
+"""The compose stack, up for real: brokers, s3proxy, the pipeline on S3, the API, Prometheus (opt-in).
 
 Runs when ``TRAJLAKE_COMPOSE_TEST=1`` (root, a Docker engine, docker-compose): builds the image
 offline (``infra/compose/build-images.sh``), brings the stack up, records trajectories through
@@ -58,5 +58,19 @@ def test_the_compose_stack_records_folds_and_serves(tmp_path: Path) -> None:
 
         wait_until(served, timeout=300, what="the two episodes folded into the S3 lake and served")
         assert httpx.get("http://127.0.0.1:8765/health", timeout=5).json()["status"] == "ok"
+
+        def scraped() -> bool:  # the stack's Prometheus scrapes the pipeline and the API
+            try:
+                got = httpx.get("http://127.0.0.1:9090/api/v1/targets", timeout=5).json()["data"]
+            except (httpx.HTTPError, ValueError, KeyError):
+                return False
+            up = {t["labels"]["job"] for t in got["activeTargets"] if t["health"] == "up"}
+            return up == {"pipeline", "api"}
+
+        wait_until(scraped, timeout=120, what="Prometheus scraping the pipeline and the API")
+        query = {"query": "trajlake_pipeline_records_total"}
+        records = httpx.get("http://127.0.0.1:9090/api/v1/query", params=query, timeout=5).json()
+        records = records["data"]["result"]
+        assert records and float(records[0]["value"][1]) > 0
     finally:
         _compose("down", "-v", timeout=300)
