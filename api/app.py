@@ -17,7 +17,19 @@ from api.errors import ApiError
 from api.lake_reader import LakeReader
 from api.metrics import ApiMetrics, MetricsAndHead
 from api.models import ErrorPublic
-from api.routes import checkpoints, episodes, failures, health, judges, page, review, tables
+from api.routes import (
+    checkpoints,
+    episodes,
+    failures,
+    health,
+    judges,
+    page,
+    platform,
+    quarantine,
+    review,
+    search,
+    tables,
+)
 from lake import Lake
 from schemas.events import SDK_VERSION
 
@@ -79,6 +91,7 @@ def create_app(
     reviewers: dict[str, str] | None = None,
     publish: Callable[[list[Any]], None] | None = None,
     review_topic: str = "trajlake.curation",
+    prometheus_url: str | None = None,
 ) -> FastAPI:
     """The query API over the lake at ``lake_root``.
 
@@ -94,6 +107,7 @@ def create_app(
         publish: writes events to the log and returns once they are acknowledged (the
             composition root passes one; the API imports no producer). None: verdicts answer 503.
         review_topic: the topic ``publish`` writes the ``review:`` control streams to (reported).
+        prometheus_url: the deployment's Prometheus, whose view ``GET /platform`` adds to the lake's.
 
     Returns:
         The application (serve it with uvicorn, or call it with a test client).
@@ -111,13 +125,14 @@ def create_app(
     app.state.reviewers = dict(reviewers or {})
     app.state.publish = publish
     app.state.review_topic = review_topic
+    app.state.prometheus_url = prometheus_url
     metrics = ApiMetrics(app.state.reader)
     app.state.metrics = metrics
     strict = [Depends(reject_unknown_params)]
     guarded = [Depends(require_token), *strict]
     app.include_router(health.router, dependencies=strict)
     app.include_router(page.router)
-    for module in (tables, episodes, failures, judges, checkpoints, review):
+    for module in (tables, episodes, failures, judges, checkpoints, review, quarantine, search, platform):
         app.include_router(module.router, dependencies=guarded)
 
     @app.get("/metrics", include_in_schema=False)

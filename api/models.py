@@ -453,3 +453,76 @@ class ReviewAcceptedPublic(PublicModel):
     event_id: str
     review: ReviewPublic
     topic: str
+
+
+# ------------------------------------------------------------------ quarantine
+
+
+class QuarantineBase(PublicModel):
+    """A record of the log that failed to parse or validate (a row of the ``quarantine`` table)."""
+
+    key: str | None = Field(description="The Kafka key (the episode id, for a well-keyed record), as text.")
+    raw: str | None = Field(
+        description="The record's bytes as text (invalid UTF-8 replaced), cut to `max_text`."
+    )
+    raw_bytes: int | None = Field(description="Bytes of the whole record.")
+    raw_truncated: bool
+    error: str = Field(description="Why it was quarantined, for a person.")
+    error_fields: list[str] | None = Field(
+        description="The fields that failed validation (`<root>`: the whole)."
+    )
+    kafka_ts: dt.datetime | None = Field(description="When Kafka received it.")
+
+
+class QuarantinePublic(QuarantineBase):
+    """A quarantined record, by its place in the log."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class QuarantinePagePublic(LakeAnswer):
+    """A page of quarantined records, newest first."""
+
+    total: int = Field(description="Quarantined records (all pages).")
+    limit: int
+    offset: int
+    items: list[QuarantinePublic]
+
+
+# ------------------------------------------------------------------ search
+
+
+class SearchHitPublic(PublicModel):
+    """One place of an episode where the text searched for occurs."""
+
+    seq: int | None = Field(description="The step it is in (null: a field of the episode itself).")
+    field: str = Field(
+        description="What matched: episode_id, task_id, task_family, instruction, completion, "
+        "tool_call, tool_output or annotation."
+    )
+    snippet: str = Field(description="The text around the match.")
+    match_start: int = Field(description="Where the match starts in `snippet` (characters).")
+    match_end: int = Field(description="Where it ends (exclusive).")
+
+
+class SearchResultPublic(PublicModel):
+    """An episode that matches, with its hits."""
+
+    episode: EpisodePublic
+    hit_count: int = Field(description="Places in the episode that match (all of them).")
+    hits: list[SearchHitPublic] = Field(
+        description="One snippet per hit, in step order (at most `max_hits`)."
+    )
+
+
+class SearchPublic(LakeAnswer):
+    """Episodes whose ids, tasks, instruction, completions or tool outputs contain the text, newest first."""
+
+    q: str
+    total: int = Field(description="Matching episodes (all pages).")
+    hits: int = Field(description="Matching places in all matching episodes.")
+    limit: int
+    offset: int
+    items: list[SearchResultPublic]

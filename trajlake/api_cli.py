@@ -55,6 +55,13 @@ def serve(
         int | None, typer.Option(min=0, max=65535, help="Port (default: TRAJLAKE_API_PORT; 0: any free one).")
     ] = None,
     lake: LakeOpt = None,
+    prometheus: Annotated[
+        str | None,
+        typer.Option(
+            help="The deployment's Prometheus (URL), shown on the page's health panel "
+            "(default: TRAJLAKE_PROMETHEUS_URL)."
+        ),
+    ] = None,  # fmt: skip
 ) -> None:
     """Serve the read-only query API and its page until SIGINT/SIGTERM.
 
@@ -93,5 +100,6 @@ def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stopped)
     app = create_app(root, token=s.api_token, storage_options=s.storage_options(root) or None,
-                     reviewers=reviewers, publish=_publisher(s), review_topic=s.topic_curation)  # fmt: skip
+                     reviewers=reviewers, publish=_publisher(s), review_topic=s.topic_curation,
+                     prometheus_url=prometheus or s.prometheus_url)  # fmt: skip
     uvicorn.run(app, host=bind_host, port=bind_port, log_level="warning")

@@ -75,6 +75,8 @@ class Settings(BaseSettings):
     """Interface ``trajlake api serve`` listens on."""
     api_port: int = Field(default=8765, ge=0, le=65535)
     """Port ``trajlake api serve`` listens on."""
+    prometheus_url: str | None = None
+    """The deployment's Prometheus (``http://host:9090``): the workbench's health panel reads it."""
 
     @model_validator(mode="after")
     def _cluster_bootstrap(self) -> Settings:

@@ -37,9 +37,13 @@ def _records(topic: str, docs: list[dict]) -> list[tuple[str, bytes, bytes]]:  #
 
 
 @pytest.fixture(scope="module")
-def story_lake(kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory) -> StoryLake:
-    topic = f"api.story.{os.getpid()}"
-    learner = f"api.story.learner.{os.getpid()}"
+def story_lake(
+    kafka: EmbeddedKafka, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> StoryLake:
+    # topics of the module's own: each module's lake holds one story, not those of the modules before
+    module = request.module.__name__.rsplit(".", 1)[-1]
+    topic = f"api.story.{module}.{os.getpid()}"
+    learner = f"api.story.learner.{module}.{os.getpid()}"
     EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 8, learner: 1}).ensure_topics()
     root = tmp_path_factory.mktemp("api-lake") / "lake"
     cfg = PipelineConfig(

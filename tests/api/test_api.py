@@ -359,20 +359,27 @@ def test_a_token_guards_every_route_but_health(story_lake: StoryLake) -> None:
             assert r.json()["error"] == "unauthorized"
             assert c.get(path, headers={"Authorization": "Bearer wrong"}).status_code == 401
             assert c.get(path, headers={"Authorization": "Bearer s3cret"}).status_code == 200, path
-        # The page is only code (no data): it loads, then asks for the token.
-        page = c.get("/")
-        assert page.status_code == 200 and "Authorization" in page.text
+        # The page is only code (no data): it loads, then its script asks for the token.
+        page, script = c.get("/"), c.get("/static/app.js")
+        assert page.status_code == 200 and script.status_code == 200 and "Authorization" in script.text
 
 
 def test_page_is_self_contained_and_uses_the_json_endpoints(client: TestClient) -> None:
     r = client.get("/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     html = r.text
-    assert "<svg" in html and "<script>" in html
+    assert "<svg" in html
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html), "an external asset"
-    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", html)
+    # what the page loads is the service's own static files, by relative URLs
+    assets = re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="([^"]+)"', html)
+    assert sorted(assets) == ["static/app.css", "static/app.js", "static/favicon.svg"]
+    for asset in assets:
+        body = client.get("/" + asset)
+        assert body.status_code == 200, asset
+        assert not re.search(r"""(src|href|url|fetch|import)\W{0,3}(https?:)?//""", body.text), asset
+    script = client.get("/static/app.js").text
     for endpoint in ("failures/breakdown", "failures/clusters", "episodes", "judges", "tables"):
-        assert f'"{endpoint}' in html
+        assert f'"{endpoint}' in script
 
 
 def test_checkpoints_newest_first_with_lineage(client: TestClient, story_lake: StoryLake) -> None:

@@ -24,7 +24,9 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
+from api import create_app
 from ingest.kafka_broker import EmbeddedKafka
 from tests.conftest import free_port
 from tests.pipelines.log_workload import produce
@@ -158,3 +160,23 @@ def test_prometheus_scrapes_a_running_pipeline_and_the_quarantine_alert_fires(
     assert [float(r["value"][1]) for r in _query(prom, "trajlake_pipeline_records_total")] == [40.0]
     wait_until(lambda: _query(prom, "sum(trajlake_pipeline_consumer_lag) == 0"), what="the lag back to zero")
     assert servers["pipeline"].poll() is None, servers["pipeline"].communicate()
+
+    # the workbench's health panel: the lake's quarantine, and what this Prometheus says
+    lake = servers["tmp"] / "lake"
+    with TestClient(create_app(lake, prometheus_url=prom)) as c:
+        health = c.get("/platform").json()
+    assert health["quarantine"]["rows"] == 40 and health["quarantine"]["last_hour"] == 40
+    assert sum(r["count"] for r in health["quarantine"]["reasons"]) == 40
+    panel = health["prometheus"]
+    assert panel["error"] is None and panel["values"]["pipeline_lag"] == 0
+    assert panel["values"]["quarantine_rate"] is not None and panel["values"]["quarantine_rate"] > 0.01
+    assert panel["values"]["sandbox_pool_size"] is None  # no sandbox pool is scraped here
+    firing = [a for a in panel["alerts"] if a["state"] == "firing"]
+    assert [a["name"] for a in firing] == ["TrajlakeQuarantineRateHigh"]
+    # a Prometheus that does not answer is said, and the lake's half still comes
+    with TestClient(create_app(lake, prometheus_url=f"http://127.0.0.1:{free_port()}")) as c:
+        r = c.get("/platform")
+    assert r.status_code == 200 and r.json()["quarantine"]["rows"] == 40
+    assert r.json()["prometheus"]["error"].startswith("Prometheus at http://127.0.0.1:")
+    with TestClient(create_app(lake)) as c:
+        assert c.get("/platform").json()["prometheus"] is None
