@@ -29,6 +29,16 @@ class LakeAnswer(PublicModel):
     )
 
 
+class PagedAnswer(LakeAnswer):
+    """A page of a list: ``next_cursor`` fetches the next one from the same table versions."""
+
+    next_cursor: str | None = Field(
+        default=None,
+        description="Pass as `?cursor=` for the next page (same filters; read from the same table "
+        "versions as this page); None on the last page.",
+    )
+
+
 class ErrorPublic(PublicModel):
     """The body of every error response."""
 
@@ -114,7 +124,7 @@ class EpisodePublic(EpisodeBase):
     episode_id: str
 
 
-class EpisodesPublic(LakeAnswer):
+class EpisodesPublic(PagedAnswer):
     """A page of episodes, newest first."""
 
     total: int = Field(description="Episodes matching the filters (all pages).")
@@ -279,7 +289,7 @@ class FailureCasePublic(PublicModel):
     cases: list[str] = Field(description="Names of the curated cases saved from this cluster.")
 
 
-class FailureCasesPublic(LakeAnswer):
+class FailureCasesPublic(PagedAnswer):
     """Failure clusters by (task family, category, signature) of one judge version, biggest first."""
 
     judge: str | None
@@ -289,7 +299,7 @@ class FailureCasesPublic(LakeAnswer):
     clusters: list[FailureCasePublic]
 
 
-class ClustersPublic(LakeAnswer):
+class ClustersPublic(PagedAnswer):
     """Failure clusters of one judge version, biggest first."""
 
     judge: str | None
@@ -335,7 +345,7 @@ class VerdictFlipPublic(PublicModel):
     to_score: float
 
 
-class JudgeDiffPublic(LakeAnswer):
+class JudgeDiffPublic(PagedAnswer):
     """Two versions of a judge compared on the episodes both scored."""
 
     judge: str
@@ -378,7 +388,7 @@ class CheckpointPublic(CheckpointBase):
     checkpoint_id: str
 
 
-class CheckpointsPublic(LakeAnswer):
+class CheckpointsPublic(PagedAnswer):
     """Checkpoints, newest first."""
 
     total: int
@@ -428,7 +438,7 @@ class ReviewItemPublic(PublicModel):
     reviews: list[ReviewPublic]
 
 
-class ReviewQueuePublic(LakeAnswer):
+class ReviewQueuePublic(PagedAnswer):
     """A page of the review queue, newest first."""
 
     status: str
@@ -482,7 +492,7 @@ class QuarantinePublic(QuarantineBase):
     offset: int
 
 
-class QuarantinePagePublic(LakeAnswer):
+class QuarantinePagePublic(PagedAnswer):
     """A page of quarantined records, newest first."""
 
     total: int = Field(description="Quarantined records (all pages).")
@@ -517,7 +527,7 @@ class SearchResultPublic(PublicModel):
     )
 
 
-class SearchPublic(LakeAnswer):
+class SearchPublic(PagedAnswer):
     """Episodes whose ids, tasks, instruction, completions or tool outputs contain the text, newest first."""
 
     q: str

@@ -28,6 +28,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass
 
+from ingest import metrics
 from ingest.errors import DeliveryTimeoutError, IngestError, SinkError, SinkRejectedError
 from ingest.kafka_sink import is_rejection
 from ingest.sink import EventSink, Receipt
@@ -374,6 +375,7 @@ class SpooledDelivery(Delivery):
             with self._lock:
                 self._pending.append((receipt, seg, pos, partition))
                 self.stats.redelivered += 1
+            metrics.SEND_RETRIES.inc()
         return len(batch)
 
     @property

@@ -49,6 +49,7 @@ from crc32c import crc32c
 from ingest.delivery import Delivery, DeliveryStats, count_damage
 from ingest.errors import DeliveryTimeoutError, SinkError, SinkRejectedError, SpoolError
 from ingest.kafka_sink import KafkaSinkConfig, is_rejection, make_sink
+from ingest.metrics import ShipperProgressCounts
 from ingest.sink import Receipt
 from ingest.spool import (
     HEADER_SIZE,
@@ -99,6 +100,8 @@ class Progress:
     """Delivery failures reported by Kafka."""
     resets: int = 0
     """Producer resets (after failures or stalls)."""
+    resent: int = 0
+    """Records in flight that resets dropped, so handed to Kafka again."""
     healthy: bool = True
     """False while Kafka is unreachable or failing."""
     error: str | None = None
@@ -359,11 +362,12 @@ class Shipper:
     def _reap(self) -> None:
         p = self.progress
         while self._pending and self._pending[0][0].is_done:
-            receipt, seg, end, cnt = self._pending.popleft()
+            receipt, seg, end, cnt = self._pending[0]
             if receipt.exception is not None and not _rejected(receipt.exception):
                 p.failed += 1
                 p.error = f"{type(receipt.exception).__name__}: {receipt.exception}"
-                raise SinkError(p.error)
+                raise SinkError(p.error)  # left in _pending: the rewind drops it with the others
+            self._pending.popleft()
             if receipt.exception is not None:
                 self._keep_rejected(seg, end, receipt.exception)
             p.segment, p.offset, p.count = seg, end, cnt
@@ -405,9 +409,10 @@ class Shipper:
             self.progress.segment,
             self.progress.offset,
         )
+        p = self.progress
+        p.resent += len(self._pending)
         self._pending.clear()
         self.sink.reset()
-        p = self.progress
         p.resets += 1
         p.healthy = False
         p.error = str(why)
@@ -596,6 +601,7 @@ class ShippedDelivery(Delivery):
             # numbers the shipper has passed are never used again (a lost NEXT file must not make
             # new records look shipped)
             spool.reserve(progress.segment + 1)
+        self._counts = ShipperProgressCounts(spool.directory, progress)
         self._apply(progress)
         self.stats.recovered = spool.pending
         self._closed = False
@@ -658,6 +664,7 @@ class ShippedDelivery(Delivery):
             logf.close()
 
     def _apply(self, progress: Progress | None) -> None:
+        self._counts.observe(progress)
         if progress is None or progress.segment < 0:
             return
         self.shipper_progress = progress

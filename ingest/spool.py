@@ -49,6 +49,7 @@ import shutil
 import struct
 import threading
 import time
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,7 @@ from typing import Literal
 
 from crc32c import crc32c
 
+from ingest import metrics
 from ingest.errors import (
     RecordTooLargeError,
     SpoolDiskFullError,
@@ -159,7 +161,10 @@ class FrameScan:
 class Segment:
     """One segment file and its acknowledgement count."""
 
-    __slots__ = ("path", "number", "appended", "acked", "size", "sealed", "deleted", "fd", "map", "capacity")
+    __slots__ = (
+        "path", "number", "appended", "acked", "size", "sealed", "deleted", "fd", "map", "capacity",
+        "times", "since",
+    )  # fmt: skip
 
     def __init__(self, path: Path, number: int) -> None:
         self.path = path
@@ -172,6 +177,14 @@ class Segment:
         self.fd: int | None = None
         self.map: mmap.mmap | None = None
         self.capacity = 0
+        self.times = array("d")
+        """``time.monotonic()`` of each append, in order (empty for a segment an earlier process left)."""
+        self.since = time.monotonic()
+        """When the segment was started (recovered: its file's last change, on the same clock)."""
+
+    def oldest_unacked(self) -> float:
+        """``time.monotonic()`` of the oldest unacknowledged record's append (acknowledgements in order)."""
+        return self.times[self.acked] if self.acked < len(self.times) else self.since
 
     def __repr__(self) -> str:
         return f"Segment({self.path.name}, appended={self.appended}, acked={self.acked})"
@@ -368,6 +381,7 @@ def quarantine(directory: Path, segment: int, damage: Damage, data: bytes, *, fo
             fh.write(json.dumps(line) + "\n")
     except OSError as exc:
         raise SpoolError(f"cannot keep the damaged bytes of {name} in {qdir}: {exc}") from exc
+    metrics.record_damage(damage.kind, damage.records_at_least)
     return path
 
 
@@ -564,6 +578,7 @@ class Spool:
     ) -> None:
         if segment_bytes <= 0 or max_bytes <= 0:
             raise SpoolError("need segment_bytes > 0 and max_bytes > 0")
+        self._sent_seen = 0  # records acknowledged so far (one in SEND_SAMPLE_EVERY is timed)
         self.directory = Path(directory)
         self.segment_bytes = min(segment_bytes, max(MIN_SEGMENT_BYTES, max_bytes // 4))
         self.max_bytes = max_bytes
@@ -590,7 +605,10 @@ class Spool:
             for n in numbers:
                 seg = Segment(self._segment_path(n), n)
                 seg.sealed = True
-                seg.size = seg.path.stat().st_size
+                st = seg.path.stat()
+                seg.size = st.st_size
+                # its records were appended before the file last changed: their age is at least this
+                seg.since -= max(0.0, time.time() - st.st_mtime)
                 self._recovered.append(seg)
             # Segment numbers never go back, even once every segment is gone: a
             # shipper's progress refers to them.
@@ -612,6 +630,7 @@ class Spool:
         except BaseException:
             os.close(self._lock_fd)
             raise
+        metrics.track_spool(self)
 
     # ------------------------------------------------------------- internals
 
@@ -754,15 +773,16 @@ class Spool:
             mm = seg.map
             assert mm is not None
             mm[position : position + size] = frame
+            now = time.monotonic()
             if self.fsync == "always":
                 self._msync(mm, position, size)
             elif self.fsync == "interval":
-                now = time.monotonic()
                 if now - self._last_fsync >= self.fsync_interval_s:
                     mm.flush()
                     self._last_fsync = now
             seg.size = position + size
             seg.appended += 1
+            seg.times.append(now)
             self._disk_bytes += size
         return seg, position
 
@@ -798,11 +818,13 @@ class Spool:
         with self._cond:
             for seg in list(self._live):
                 if seg.number < segment_number:
-                    seg.acked = max(seg.acked, seg.appended)
+                    acked = max(seg.acked, seg.appended)
                 elif seg.number == segment_number:
-                    seg.acked = max(seg.acked, min(count, seg.appended))
+                    acked = max(seg.acked, min(count, seg.appended))
                 else:
                     continue
+                self._observe_sent(seg, acked)
+                seg.acked = acked
                 if seg.sealed:
                     self._maybe_delete(seg)
             self._cond.notify_all()
@@ -812,9 +834,34 @@ class Spool:
         start = position - position % mmap.PAGESIZE
         mm.flush(start, position + size - start)
 
-    def ack(self, segment: Segment, count: int = 1) -> None:
-        """Mark ``count`` records of ``segment`` acknowledged (safe from any thread)."""
+    def _observe_sent(self, seg: Segment, acked: int) -> None:
+        """Time from append to acknowledgement of the records up to ``acked`` (lock held).
+
+        Acknowledgements are counts, so the records are taken in append order: exact for the
+        shipper (it acknowledges a prefix) and for in-order receipts. One record in
+        :data:`ingest.metrics.SEND_SAMPLE_EVERY` is timed, counted across calls (so single-record
+        acknowledgements are sampled too).
+        """
+        times = seg.times
+        lo, hi = seg.acked, min(acked, len(times))
+        if lo >= hi:
+            return
+        every = metrics.SEND_SAMPLE_EVERY
+        first = lo + (-self._sent_seen) % every  # the next record whose running number is a multiple
+        self._sent_seen += hi - lo
+        if first < hi:
+            now = time.monotonic()
+            for i in range(first, hi, every):
+                metrics.SEND_SECONDS.observe(now - times[i])
+
+    def ack(self, segment: Segment, count: int = 1, *, sent: bool = True) -> None:
+        """Mark ``count`` records of ``segment`` acknowledged (safe from any thread).
+
+        ``sent=False``: released without Kafka's acknowledgement (set aside), so not timed.
+        """
         with self._cond:
+            if sent:
+                self._observe_sent(segment, segment.acked + count)
             segment.acked += count
             if segment.sealed:
                 self._maybe_delete(segment)
@@ -854,13 +901,24 @@ class Spool:
         d = Damage(position, position + len(frame), "rejected", 1)
         quarantine(self.directory, segment.number, d, frame, found_by=reason)
         self.damage_found.append(d)
-        self.ack(segment)
+        self.ack(segment, sent=False)
 
     @property
     def pending(self) -> int:
         """Records appended (or recovered) and not yet acknowledged."""
         with self._cond:
             return sum(s.appended - s.acked for s in self._live)
+
+    @property
+    def oldest_pending_age(self) -> float:
+        """Seconds since the oldest record not yet acknowledged was appended (0 when none).
+
+        A record recovered from an earlier process is taken as old as its segment file's last
+        change (a lower bound); acknowledgements are taken in append order.
+        """
+        with self._cond:
+            oldest = min((s.oldest_unacked() for s in self._live if s.appended > s.acked), default=None)
+        return 0.0 if oldest is None else max(0.0, time.monotonic() - oldest)
 
     @property
     def disk_bytes(self) -> int:
@@ -889,4 +947,5 @@ class Spool:
             self._closed = True
             if self._active is not None:
                 self._seal(self._active)
+        metrics.untrack_spool(self)
         os.close(self._lock_fd)

@@ -16,6 +16,7 @@ from judges.errors import (
     TaskSpecError,
 )
 from judges.judgement import Flag, Judgement, TestOutcome, Verdict
+from judges.metrics import judge_measured, record_judgement
 from judges.registry import Judge, JudgeConfig, Outcome, build_judge, judge_names, register_judge
 from judges.tasks import Task, TaskSpec, find_task_dirs, load_task
 
@@ -40,7 +41,9 @@ __all__ = [
     "build_judge",
     "compute_diff",
     "find_task_dirs",
+    "judge_measured",
     "judge_names",
     "load_task",
+    "record_judgement",
     "register_judge",
 ]

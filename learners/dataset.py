@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake import Lake, consistent_versions, sql_literal
+from learners.metrics import record_excluded
 from learners.retractions import Retracted, read_retracted
 from learners.tokenizer import CharTokenizer
 
@@ -240,6 +241,7 @@ class SampleSet:
             self.table, partial = _whole_groups(self.table, keep)
             if partial:
                 self.skipped["partial_group"] += partial
+            record_excluded({reason: dropped, "partial_group": partial})
             self._objects = None
         return dropped
 
@@ -522,6 +524,7 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     columns = TRAIN_COLUMNS + (MESSAGE_COLUMNS if spec.with_messages else ())
     rows = lk.read_episodes_rows("samples", sorted(keep), version=versions["samples"], columns=columns)
     table, token_history = _trainable_rows(rows, keep, score, skipped)
+    record_excluded(skipped)
     return SampleSet(table, versions, spec.judge_name, judge_version, skipped, token_history)
 
 

@@ -41,6 +41,7 @@ from learners.dataset import (
     truncated,
 )
 from learners.errors import LearnerConfigError
+from learners.metrics import record_policy_lag, record_step, timed_steps
 from learners.tokenizer import CharTokenizer
 
 
@@ -374,7 +375,7 @@ def _torch_step(
     rows: list[dict[str, float]] = []
     step = 0
     for epoch in range(args.epochs):
-        for batch in batches.torch(device):
+        for batch in timed_steps(batches.torch(device)):
             opt.zero_grad()
             parts = list(micro_batches(batch, args.micro_batch_size))
             loss_sum, sums = 0.0, dict.fromkeys(LOSS_METRICS, 0.0)
@@ -493,6 +494,7 @@ def _record(
         **{k: float(v) for k, v in metrics.items()},
     }
     rows.append(row)
+    record_step(row)
     if on_step:
         on_step(row)
 
@@ -592,7 +594,7 @@ def _jax_step(
     rows: list[dict[str, float]] = []
     step = 0
     for epoch in range(args.epochs):
-        for nb in batches.numpy():
+        for nb in timed_steps(batches.numpy()):
             parts = list(micro_batches(nb, args.micro_batch_size))
             grads: dict[str, Any] = {}
             loss_sum, sums = 0.0, dict.fromkeys(LOSS_METRICS, 0.0)
@@ -648,6 +650,7 @@ def train(
         )
     )
     lags = policy_lags(data.table.column("policy_version").to_pylist(), _parent_lineage(args.lake, parent))
+    record_policy_lag(lags)
     lag_counts: dict[str, int] = {}
     for lag in lags:
         key = "unknown" if lag is None else str(lag)

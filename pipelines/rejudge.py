@@ -41,6 +41,7 @@ from ingest.blobs import BlobStore
 from ingest.errors import IngestError
 from ingest.sink import EventSink, Receipt
 from judges.context import JudgeContext
+from judges.metrics import judge_measured
 from judges.registry import Judge, build_judge
 from judges.tasks import Task
 from lake.store import Lake, sql_literal
@@ -396,7 +397,7 @@ def _judge_one(
                                        f"executing its tool calls again diverged at step {diverged}: the "
                                        f"state it left cannot be rebuilt; {fixes.DRIFT.render()}",
                                        judge.version)  # fmt: skip
-                judgement = judge(JudgeContext(task=task, sandbox=sb, events=events))
+                judgement = judge_measured(judge, JudgeContext(task=task, sandbox=sb, events=events))
                 note = f"final state rebuilt by executing its {n} tool calls again"
         else:
             try:
@@ -408,7 +409,7 @@ def _judge_one(
                 ws = Path(tmp) / "ws"
                 extract_archive(archive, ws)
                 with pool.lease(image=task.spec.initial_state.image, workspace=ws) as sb:
-                    judgement = judge(JudgeContext(task=task, sandbox=sb, events=events))
+                    judgement = judge_measured(judge, JudgeContext(task=task, sandbox=sb, events=events))
     except DriftError as exc:
         return RejudgeItem(c.episode_id, c.task_id, "error", f"no final state archived: {exc}", judge.version)
     except (SandboxError, InfraError) as exc:

@@ -48,6 +48,14 @@ class RolloutConfig:
     state_cache: bool = True
     """Share tasks' prepared initial states across attempts and workers (``$home/cache/states``)."""
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    metrics_port: int | None = None
+    """Worker ``i`` serves its Prometheus metrics on ``metrics_port + i`` (0: each on a free port;
+    ``None``: not served). Served only with ``metrics_server``."""
+    metrics_host: str = "127.0.0.1"
+    """Address the workers' metrics ports bind."""
+    metrics_server: str | None = None
+    """``module:function(port, host) -> bound port`` that serves a worker's default registry (named
+    by the composition root, as ``policy_factory`` is)."""
 
 
 def _resolve(path: str) -> Callable[..., Any]:
@@ -81,6 +89,11 @@ def _worker_main(idx: int, cfg: RolloutConfig, assignments: list[Assignment], ou
         from sandboxes.pool import SandboxPool
         from sandboxes.registry import get_backend
 
+        if cfg.metrics_port is not None and cfg.metrics_server:
+            # the recorder, the sandboxes and the judge all run here: this process's registry has them
+            port = cfg.metrics_port + idx if cfg.metrics_port else 0
+            bound = _resolve(cfg.metrics_server)(port, cfg.metrics_host)
+            out.put(("metrics", f"worker {idx}: metrics on http://{cfg.metrics_host}:{bound}/metrics"))
         # each worker gets its own index, so that seeded policies do not repeat each other's samples
         policy = _resolve(cfg.policy_factory)(cfg.policy_spec, worker_index=idx)
         closers.append(policy.close)
@@ -133,8 +146,11 @@ def run_rollouts(
     *,
     on_outcome: Callable[[EpisodeOutcome], None] | None = None,
     timeout_s: float = 3600.0,
+    on_metrics: Callable[[str], None] | None = None,
 ) -> list[EpisodeOutcome]:
     """Run the assignments over ``cfg.workers`` processes; return every outcome.
+
+    With ``cfg.metrics_port``, ``on_metrics`` hears where each worker serves its metrics.
 
     Raises:
         RolloutWorkerError: a worker process failed outside any episode (e.g. its policy did not load).
@@ -156,7 +172,7 @@ def run_rollouts(
     for p in procs:
         p.start()
     try:
-        outcomes, errors = _collect(procs, out, n, on_outcome, timeout_s)
+        outcomes, errors = _collect(procs, out, n, on_outcome, timeout_s, on_metrics)
     except KeyboardInterrupt:
         for p in procs:
             if p.is_alive():
@@ -211,6 +227,7 @@ def _collect(
     n: int,
     on_outcome: Callable[[EpisodeOutcome], None] | None,
     timeout_s: float,
+    on_metrics: Callable[[str], None] | None = None,
 ) -> tuple[list[EpisodeOutcome], list[str]]:
     outcomes: list[EpisodeOutcome] = []
     errors: list[str] = []
@@ -233,6 +250,9 @@ def _collect(
                 on_outcome(value)
         elif kind == "error":
             errors.append(value)
+        elif kind == "metrics":
+            if on_metrics:
+                on_metrics(value)
         else:
             done += 1
     return outcomes, errors

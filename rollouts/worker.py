@@ -16,6 +16,7 @@ from typing import Any
 from ingest.errors import IngestError
 from ingest.recorder import Episode, EpisodeRecorder
 from judges.context import JudgeContext
+from judges.metrics import judge_measured
 from judges.registry import build_judge
 from judges.state_cache import StateCache
 from judges.tasks import Task
@@ -157,8 +158,8 @@ def run_episode(
                     break
                 observation = _run_tool(ep, sb, step.action, deadline - time.monotonic())
             ep.final_state_ref, archive = _capture_final_state(ep, sb, recorder)
-            judgement = judge(
-                JudgeContext(task=task, sandbox=sb, events=list(ep.events or []), archive=archive)
+            judgement = judge_measured(
+                judge, JudgeContext(task=task, sandbox=sb, events=list(ep.events or []), archive=archive)
             )
             ep.record_reward(judgement.to_payload())
             verdict, score = judgement.verdict, judgement.score

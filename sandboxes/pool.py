@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandboxes import metrics as sandbox_metrics
 from sandboxes.errors import PoolClosedError, PoolTimeoutError, SandboxError
 from sandboxes.interface import LifecycleListener, Sandbox, SandboxSpec
 from sandboxes.registry import SandboxBackend
@@ -142,6 +143,7 @@ class SandboxPool:
         self._latencies: deque[float] = deque(maxlen=10_000)
         self._maintainer = threading.Thread(target=self._maintain, name="sandbox-pool", daemon=True)
         self._maintainer.start()
+        sandbox_metrics.track_pool(self)
 
     # ---------------------------------------------------------------- public
 
@@ -223,6 +225,8 @@ class SandboxPool:
             self._counts["acquired"] += 1
             self._counts["warm_hits"] += int(warm_hit)
             self._latencies.append(held_since - start)
+        sandbox_metrics.ACQUIRES.labels(self.backend.name).inc()
+        sandbox_metrics.ACQUIRE_SECONDS.labels(self.backend.name).observe(held_since - start)
         sandbox.listener = listener
         sandbox.emit("acquired", detail=f"waited {held_since - start:.4f}s")
         return sandbox
@@ -275,6 +279,12 @@ class SandboxPool:
         finally:
             self.release(sandbox, broken=broken is not None, reason=broken)
 
+    @property
+    def in_use(self) -> int:
+        """Sandboxes leased out now."""
+        with self._cond:
+            return len(self._in_use)
+
     def metrics(self) -> PoolMetrics:
         """Counters and gauges now."""
         with self._cond:
@@ -314,6 +324,7 @@ class SandboxPool:
             idle = [sb for q in self._idle.values() for sb, _ in q]
             self._idle.clear()
             self._cond.notify_all()
+        sandbox_metrics.untrack_pool(self)
         self._maintainer.join(timeout=60)
         for sandbox in idle:
             self._destroy(sandbox)
@@ -383,6 +394,7 @@ class SandboxPool:
         sandbox.emit("crashed", detail=reason)
         with self._cond:
             self._counts["crashed"] += 1
+        sandbox_metrics.CRASHES.labels(self.backend.name).inc()
         self._destroy(sandbox)
 
     def _maintain(self) -> None:
@@ -461,6 +473,7 @@ class SandboxPool:
             if action == "broken":
                 with self._cond:
                     self._counts["crashed"] += 1
+                sandbox_metrics.CRASHES.labels(self.backend.name).inc()
             self._destroy(sandbox)
         else:
             with self._cond:

@@ -16,6 +16,7 @@ from typing import Any
 
 from sandboxes.errors import SandboxPathError, SandboxQuotaError
 from sandboxes.interface import Sandbox
+from sandboxes.metrics import TIMEOUTS
 from schemas.events import ToolErrorKind
 
 TOOLS = ("bash", "read_file", "write_file", "submit")
@@ -111,6 +112,8 @@ def run_tool(sandbox: Sandbox, action: ToolAction, *, timeout: float) -> ToolOut
     try:
         if action.tool == "bash":
             r = sandbox.exec(str(args.get("command", "")), timeout=max(1.0, timeout))
+            if r.timed_out:
+                TIMEOUTS.labels(sandbox.backend).inc()
             return ToolOutcome(r.exit_code, r.stdout, r.stderr, r.duration_s, r.timed_out,
                                stdout_size=r.stdout_bytes, stderr_size=r.stderr_bytes)  # fmt: skip
         if action.tool == "write_file":

@@ -16,6 +16,8 @@ from rich.table import Table
 from trajlake.options import BackendOpt, LakeOpt, LearnerBackend, PolicyOpt, TaskDirs, Workers
 from trajlake.terminal import ExitCode, console, err_console, fail, settings
 
+MetricsHostOpt = Annotated[str, typer.Option(help="Address the metrics port binds.")]
+
 
 def rollout(
     tasks: TaskDirs,
@@ -45,8 +47,20 @@ def rollout(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary and the episodes as JSON instead of a table.")
     ] = False,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Serve each worker's Prometheus metrics (spool, sandboxes, judges) on "
+            "this port plus the worker's index (0: free ports, printed).",
+        ),
+    ] = None,
+    metrics_host: MetricsHostOpt = "127.0.0.1",
 ) -> None:
     """Run episodes of admitted tasks with a policy, in sandboxes, recording every step to Kafka."""
+    from dataclasses import replace
+
     from ingest.kafka_broker import require_broker
     from rollouts import TaskPool, run_rollouts, summarize
     from trajlake.loop import rollout_config
@@ -73,6 +87,9 @@ def rollout(
     else:
         assignments = pool.sample(n_tasks, group_size, rng=rng, tag="rollout")[:episodes]
     cfg = rollout_config(s, policy, workers=workers)
+    if metrics_port is not None:  # served by each worker process: the work and its metrics are there
+        cfg = replace(cfg, metrics_port=metrics_port, metrics_host=metrics_host,
+                      metrics_server="infra.metrics:serve_metrics")  # fmt: skip
     outcomes: list[Any] = []
     with Progress(
         TextColumn("{task.description}"),
@@ -89,7 +106,7 @@ def rollout(
 
         while assignments:
             before = len(outcomes)
-            run_rollouts(cfg, assignments, on_outcome=show)
+            run_rollouts(cfg, assignments, on_outcome=show, on_metrics=progress.console.print)
             assignments = plan.refill(outcomes[before:]) if plan is not None else []
             progress.update(bar, total=len(outcomes) + len(assignments))
     summary = summarize(outcomes)
@@ -258,6 +275,16 @@ def train(
             min=0.0, help="Drop a group not whole this long after its first member ended (log time)."
         ),
     ] = 3600.0,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Serve Prometheus metrics (step and data-wait time, exclusions, log-prob mismatch) "
+            "on this port.",
+        ),
+    ] = None,
+    metrics_host: MetricsHostOpt = "127.0.0.1",
 ) -> None:
     """One learner step from the lake at pinned versions -> a checkpoint with lineage."""
     from ingest.kafka_broker import require_broker
@@ -293,6 +320,11 @@ def train(
         hf_model=str(hf_model) if hf_model else None,
         max_group_wait_s=group_wait_s,
     )
+    if metrics_port is not None:
+        from infra.metrics import serve_metrics
+
+        bound = serve_metrics(metrics_port, metrics_host)
+        err_console.print(f"metrics on http://{metrics_host}:{bound}/metrics")
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console) as progress:
         bar = progress.add_task("training", total=None)
 

@@ -8,7 +8,8 @@ import pyarrow as pa
 from fastapi import APIRouter, Path
 
 from api.analysis import lineage, parse_json
-from api.deps import CheckpointsVersion, Limit, Offset, ReaderDep
+from api.cursor import PageDep
+from api.deps import CheckpointsVersion, Limit, ReaderDep
 from api.lake_reader import versions_of
 from api.models import CheckpointPublic, CheckpointsPublic, LineagePublic
 
@@ -27,19 +28,21 @@ def _by_id(table: pa.Table) -> dict[str, dict[str, Any]]:
 
 @router.get("")
 def list_checkpoints(
-    reader: ReaderDep, limit: Limit = 50, offset: Offset = 0, version: CheckpointsVersion = None
+    reader: ReaderDep, page: PageDep, limit: Limit = 50, version: CheckpointsVersion = None
 ) -> CheckpointsPublic:
     """Checkpoints, newest first, with the table versions, judge version and samples that produced them."""
-    snap = reader.snapshot("checkpoints", version)
+    snap = reader.snapshot("checkpoints", page.pin("checkpoints", version))
     ordered = reader.derived(
         snap,
         "newest_first",
         lambda t: t.sort_by([("created_at", "descending"), ("checkpoint_id", "descending")]),
     )
+    versions = versions_of(snap)
     return CheckpointsPublic(
-        versions=versions_of(snap),
+        versions=versions,
         total=ordered.num_rows,
-        items=[_public(r) for r in ordered.slice(offset, limit).to_pylist()],
+        next_cursor=page.next(versions, limit, ordered.num_rows),
+        items=[_public(r) for r in ordered.slice(page.offset, limit).to_pylist()],
     )
 
 

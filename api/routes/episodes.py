@@ -18,13 +18,13 @@ from api.analysis import (
     truncate,
     truncate_json,
 )
+from api.cursor import PageDep
 from api.deps import (
     EpisodesVersion,
     FailuresVersion,
     JudgeName,
     JudgeVersion,
     Limit,
-    Offset,
     ReaderDep,
     RewardsVersion,
     StepsVersion,
@@ -50,6 +50,7 @@ Verdict = Literal["pass", "fail", "error"]
 @router.get("")
 def list_episodes(
     reader: ReaderDep,
+    page: PageDep,
     task_id: Annotated[str | None, Query(description="Only this task.")] = None,
     family: Annotated[str | None, Query(description="Only this task family.")] = None,
     status: Annotated[Status | None, Query(description="Only episodes that ended so.")] = None,
@@ -61,7 +62,6 @@ def list_episodes(
         Verdict | None, Query(description="Only episodes the judge version gave this verdict.")
     ] = None,
     limit: Limit = 50,
-    offset: Offset = 0,
     version: EpisodesVersion = None,
     rewards_version: RewardsVersion = None,
 ) -> EpisodesPublic:
@@ -71,12 +71,12 @@ def list_episodes(
     that judge version scored (with that verdict); the judge and version default
     as in ``/failures/breakdown``.
     """
-    episodes = reader.snapshot("episodes", version)
+    episodes = reader.snapshot("episodes", page.pin("episodes", version))
     snaps = [episodes]
     ids: pa.Array | None = None
     chosen: tuple[str | None, str | None] = (None, None)
     if judge is not None or judge_version is not None or verdict is not None:
-        rewards = reader.snapshot("rewards", rewards_version)
+        rewards = reader.snapshot("rewards", page.pin("rewards", rewards_version))
         snaps.append(rewards)
         known = reader.derived(rewards, "judge_versions", judge_versions)
         chosen = choose_judge(known, judge, judge_version)
@@ -99,15 +99,17 @@ def list_episodes(
         },
         ids,
     )
-    page = matching.slice(offset, limit).to_pylist()
+    rows = matching.slice(page.offset, limit).to_pylist()
+    versions = versions_of(*snaps)
     return EpisodesPublic(
-        versions=versions_of(*snaps),
+        versions=versions,
         total=matching.num_rows,
         limit=limit,
-        offset=offset,
+        offset=page.offset,
+        next_cursor=page.next(versions, limit, matching.num_rows),
         judge=chosen[0],
         judge_version=chosen[1],
-        items=[EpisodePublic(**row) for row in page],
+        items=[EpisodePublic(**row) for row in rows],
     )
 
 

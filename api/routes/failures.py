@@ -16,6 +16,7 @@ from api.analysis import (
     judge_versions,
     judged_by,
 )
+from api.cursor import Page, PageDep
 from api.deps import (
     EpisodesVersion,
     FailuresVersion,
@@ -23,7 +24,6 @@ from api.deps import (
     JudgeVersion,
     Limit,
     MinSize,
-    Offset,
     ReaderDep,
     RewardsVersion,
 )
@@ -48,8 +48,11 @@ def _judged_failures(
     judge_version: str | None,
     version: int | None,
     rewards_version: int | None,
+    page: Page | None = None,
 ) -> tuple[Snapshot, Snapshot, str | None, str | None, pa.Table]:
     """The failures and rewards snapshots, the (judge, version) asked for or defaulted, its failures."""
+    if page is not None:  # a cursor's page reads the versions its first page read
+        version, rewards_version = page.pin("failures", version), page.pin("rewards", rewards_version)
     failures = reader.snapshot("failures", version)
     rewards = reader.snapshot("rewards", rewards_version)
     known = reader.derived(rewards, "judge_versions", judge_versions)
@@ -112,12 +115,12 @@ def failure_breakdown(
 @router.get("/clusters")
 def failure_clusters(
     reader: ReaderDep,
+    page: PageDep,
     judge: JudgeName = None,
     judge_version: JudgeVersion = None,
     min_size: MinSize = 1,
     examples: Annotated[int, Query(ge=1, le=50, description="Example episode ids per cluster.")] = 5,
     limit: Limit = 100,
-    offset: Offset = 0,
     version: FailuresVersion = None,
     rewards_version: RewardsVersion = None,
 ) -> ClustersPublic:
@@ -128,7 +131,7 @@ def failure_clusters(
     default as in ``/failures/breakdown``.
     """
     failures, rewards, name, jv, rows = _judged_failures(
-        reader, judge, judge_version, version, rewards_version
+        reader, judge, judge_version, version, rewards_version, page
     )
     found = reader.derived(
         failures,
@@ -136,8 +139,10 @@ def failure_clusters(
         lambda _: clusters(rows, min_size=min_size, examples=examples),
     )
     total = rows.num_rows
+    versions = versions_of(failures, rewards)
     return ClustersPublic(
-        versions=versions_of(failures, rewards),
+        versions=versions,
+        next_cursor=page.next(versions, limit, len(found)),
         judge=name,
         judge_version=jv,
         total_failures=total,
@@ -152,7 +157,7 @@ def failure_clusters(
                 example_episode_ids=c.example_episode_ids,
                 example_message=c.example_message,
             )
-            for c in found[offset : offset + limit]
+            for c in found[page.offset : page.offset + limit]
         ],
     )
 
@@ -160,12 +165,12 @@ def failure_clusters(
 @router.get("/cases")
 def failure_cases(
     reader: ReaderDep,
+    page: PageDep,
     judge: JudgeName = None,
     judge_version: JudgeVersion = None,
     min_size: MinSize = 1,
     examples: Annotated[int, Query(ge=1, le=50, description="Example episode ids per cluster.")] = 5,
     limit: Limit = 100,
-    offset: Offset = 0,
     version: FailuresVersion = None,
     rewards_version: RewardsVersion = None,
     episodes_version: EpisodesVersion = None,
@@ -178,10 +183,10 @@ def failure_cases(
     ``/failures/breakdown``.
     """
     failures, rewards, name, jv, rows = _judged_failures(
-        reader, judge, judge_version, version, rewards_version
+        reader, judge, judge_version, version, rewards_version, page
     )
-    episodes = reader.snapshot("episodes", episodes_version)
-    saved = reader.snapshot("failure_cases")
+    episodes = reader.snapshot("episodes", page.pin("episodes", episodes_version))
+    saved = reader.snapshot("failure_cases", page.pin("failure_cases", None))
     found = reader.derived(
         failures,
         ("cases", name, jv, min_size, examples, episodes.version),
@@ -189,8 +194,10 @@ def failure_cases(
     )
     curated = analysis.cases_by_cluster(saved.table)
     total = rows.num_rows
+    versions = versions_of(failures, rewards, episodes, saved)
     return FailureCasesPublic(
-        versions=versions_of(failures, rewards, episodes, saved),
+        versions=versions,
+        next_cursor=page.next(versions, limit, len(found)),
         judge=name,
         judge_version=jv,
         total_failures=total,
@@ -211,6 +218,6 @@ def failure_cases(
                 last_seen=c.last_seen,
                 cases=curated.get(c.cluster_id, []),
             )
-            for c in found[offset : offset + limit]
+            for c in found[page.offset : page.offset + limit]
         ],
     )

@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from api.analysis import choose_judge, judge_versions, verdict_diff
-from api.deps import Limit, Offset, ReaderDep, RewardsVersion
+from api.cursor import PageDep
+from api.deps import Limit, ReaderDep, RewardsVersion
 from api.errors import InvalidRequestError, NotFoundError
 from api.lake_reader import versions_of
 from api.models import (
@@ -50,6 +51,7 @@ def list_judges(reader: ReaderDep, version: RewardsVersion = None) -> JudgesPubl
 @router.get("/{name}/diff", responses={404: {"description": "No such judge or judge version."}})
 def judge_diff(
     reader: ReaderDep,
+    page: PageDep,
     name: Annotated[str, Path(description="The judge.")],
     from_version: Annotated[
         str | None, Query(description="The old version (default: the one seen before `to_version`).")
@@ -58,7 +60,6 @@ def judge_diff(
         str | None, Query(description="The new version (default: the latest seen).")
     ] = None,
     limit: Limit = 100,
-    offset: Offset = 0,
     version: RewardsVersion = None,
 ) -> JudgeDiffPublic:
     """Two versions of a judge on the episodes both scored: the verdict-flip matrix and the flipped episodes.
@@ -66,7 +67,7 @@ def judge_diff(
     For checking a re-judge: ``matrix[from][to]`` counts episodes per pair of
     verdicts, and ``flips`` lists the episodes whose verdict changed, by id.
     """
-    rewards = reader.snapshot("rewards", version)
+    rewards = reader.snapshot("rewards", page.pin("rewards", version))
     known = reader.derived(rewards, "judge_versions", judge_versions)
     if name not in known:
         judges = ", ".join(known) or "none yet"
@@ -86,8 +87,10 @@ def judge_diff(
     diff = reader.derived(
         rewards, ("diff", name, from_v, to_v), lambda t: verdict_diff(t, name, from_v, to_v)
     )
+    versions = versions_of(rewards)
     return JudgeDiffPublic(
-        versions=versions_of(rewards),
+        versions=versions,
+        next_cursor=page.next(versions, limit, diff.flips.num_rows),
         judge=name,
         from_version=from_v,
         to_version=to_v,
@@ -98,5 +101,5 @@ def judge_diff(
         matrix=diff.matrix,
         mean_score_from=diff.mean_score_from,
         mean_score_to=diff.mean_score_to,
-        flips=[VerdictFlipPublic(**r) for r in diff.flips.slice(offset, limit).to_pylist()],
+        flips=[VerdictFlipPublic(**r) for r in diff.flips.slice(page.offset, limit).to_pylist()],
     )

@@ -8,7 +8,8 @@ import pyarrow as pa
 from fastapi import APIRouter, Query
 
 from api.analysis import truncate
-from api.deps import Limit, Offset, ReaderDep, version_query
+from api.cursor import PageDep
+from api.deps import Limit, ReaderDep, version_query
 from api.lake_reader import versions_of
 from api.models import QuarantinePagePublic, QuarantinePublic
 
@@ -52,11 +53,11 @@ def _public(row: dict[str, Any], max_text: int) -> QuarantinePublic:
 @router.get("")
 def list_quarantine(
     reader: ReaderDep,
+    page: PageDep,
     max_text: Annotated[
         int, Query(ge=0, le=1_000_000, description="Characters kept of each record's raw text.")
     ] = 2000,
     limit: Limit = 50,
-    offset: Offset = 0,
     version: QuarantineVersion = None,
 ) -> QuarantinePagePublic:
     """Records the pipeline could not parse or validate, newest first, each with why and where it is.
@@ -64,12 +65,14 @@ def list_quarantine(
     A quarantined record never reaches the ``events`` table: fix its producer, and
     the raw bytes here say what it sent.
     """
-    snap = reader.snapshot("quarantine", version)
+    snap = reader.snapshot("quarantine", page.pin("quarantine", version))
     ordered = reader.derived(snap, "newest_first", newest_first)
+    versions = versions_of(snap)
     return QuarantinePagePublic(
-        versions=versions_of(snap),
+        versions=versions,
         total=ordered.num_rows,
         limit=limit,
-        offset=offset,
-        items=[_public(r, max_text) for r in ordered.slice(offset, limit).to_pylist()],
+        offset=page.offset,
+        next_cursor=page.next(versions, limit, ordered.num_rows),
+        items=[_public(r, max_text) for r in ordered.slice(page.offset, limit).to_pylist()],
     )

@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 
-from api.deps import Limit, Offset, ReaderDep, ReviewerDep
+from api.cursor import PageDep
+from api.deps import Limit, ReaderDep, ReviewerDep
 from api.errors import LogUnavailableError, NotFoundError
 from api.lake_reader import versions_of
 from api.models import ReviewAcceptedPublic, ReviewIn, ReviewItemPublic, ReviewPublic, ReviewQueuePublic
@@ -19,25 +20,28 @@ router = APIRouter(prefix="/review", tags=["review"])
 @router.get("/queue")
 def review_queue(
     reader: ReaderDep,
+    page: PageDep,
     status: Annotated[
         Literal["open", "reviewed", "all"], Query(description="open: no verdict yet.")
     ] = "open",
     rule: Annotated[list[str] | None, Query(description="Only items of these rules.")] = None,
     limit: Limit = 50,
-    offset: Offset = 0,
 ) -> ReviewQueuePublic:
     """The episodes queued for review (``trajlake review fill``), newest first, each with its reason."""
-    queue, reviews = reader.snapshot("review_queue"), reader.snapshot("reviews")
+    queue = reader.snapshot("review_queue", page.pin("review_queue", None))
+    reviews = reader.snapshot("reviews", page.pin("reviews", None))
     items = queue_items(queue.table, reviews.table, status=status, rules=rule)
+    versions = versions_of(queue, reviews)
     return ReviewQueuePublic(
-        versions=versions_of(queue, reviews),
+        versions=versions,
         status=status,
         total=len(items),
         limit=limit,
-        offset=offset,
+        offset=page.offset,
+        next_cursor=page.next(versions, limit, len(items)),
         items=[
             ReviewItemPublic(**{**it, "reviews": [ReviewPublic(**r) for r in it["reviews"]]})
-            for it in items[offset : offset + limit]
+            for it in items[page.offset : page.offset + limit]
         ],  # fmt: skip
     )
 

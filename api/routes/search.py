@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 from fastapi import APIRouter, Query
 
 from api.analysis import newest_first
-from api.deps import EpisodesVersion, Limit, Offset, ReaderDep, StepsVersion
+from api.cursor import PageDep
+from api.deps import EpisodesVersion, Limit, ReaderDep, StepsVersion
 from api.errors import LakeUnavailableError
 from api.lake_reader import LakeReader, Snapshot, versions_of
 from api.models import EpisodePublic, SearchHitPublic, SearchPublic, SearchResultPublic
@@ -170,6 +171,7 @@ def _hits_of_page(
 @router.get("")
 def search(
     reader: ReaderDep,
+    page: PageDep,
     q: Annotated[
         str,
         Query(
@@ -180,7 +182,6 @@ def search(
     ],
     max_hits: Annotated[int, Query(ge=1, le=100, description="Snippets returned per episode.")] = 5,
     limit: Limit = 50,
-    offset: Offset = 0,
     version: EpisodesVersion = None,
     steps_version: StepsVersion = None,
 ) -> SearchPublic:
@@ -189,9 +190,9 @@ def search(
     Newest first, one page at a time; each with how many places match and a snippet
     per place (at most ``max_hits``), in step order.
     """
-    episodes = reader.snapshot("episodes", version)
-    tasks = reader.snapshot("tasks")
-    resolved = reader.resolve("steps", steps_version)
+    episodes = reader.snapshot("episodes", page.pin("episodes", version))
+    tasks = reader.snapshot("tasks", page.pin("tasks", None))
+    resolved = reader.resolve("steps", page.pin("steps", steps_version))
     steps = Snapshot("steps", resolved, CORPUS.empty_table())
     # (a stand-in for the steps snapshot: its version keys the cached corpus, which reads two
     # columns of the table itself rather than the whole table with every payload)
@@ -206,25 +207,27 @@ def search(
     matching = ordered.filter(pc.is_in(ordered["episode_id"], value_set=matching_ids))
     # (steps newer than the episodes version read may hold episodes it does not: not counted)
     hits = hits.filter(pc.is_in(hits["episode_id"], value_set=matching["episode_id"].combine_chunks()))
-    page = matching.slice(offset, limit).to_pylist()
+    rows = matching.slice(page.offset, limit).to_pylist()
     counts: dict[str, int] = {}
-    if page:
+    if rows:
         grouped = hits.group_by("episode_id").aggregate([("field", "count")])
         counts = dict(zip(grouped["episode_id"].to_pylist(), grouped["field_count"].to_pylist(), strict=True))
-    per_episode = _hits_of_page(hits, [r["episode_id"] for r in page], q, max_hits) if page else {}
+    per_episode = _hits_of_page(hits, [r["episode_id"] for r in rows], q, max_hits) if rows else {}
+    versions = versions_of(episodes, steps, tasks)
     return SearchPublic(
-        versions=versions_of(episodes, steps, tasks),
+        versions=versions,
         q=q,
         total=matching.num_rows,
         hits=hits.num_rows,
         limit=limit,
-        offset=offset,
+        offset=page.offset,
+        next_cursor=page.next(versions, limit, matching.num_rows),
         items=[
             SearchResultPublic(
                 episode=EpisodePublic(**row),
                 hit_count=counts.get(row["episode_id"], 0),
                 hits=per_episode.get(row["episode_id"], []),
             )
-            for row in page
+            for row in rows
         ],
     )

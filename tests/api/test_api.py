@@ -460,3 +460,63 @@ def test_failure_cases_split_signatures_by_family_with_trend_and_newest_examples
         counts.items(), key=lambda vc: first[vc[0]]
     )
     assert "failure_cases" in body["versions"]
+
+
+def test_cursor_pages_read_the_first_pages_versions_while_the_lake_moves_on(
+    story_lake: StoryLake, tmp_path: Path
+) -> None:
+    root = tmp_path / "lake"
+    shutil.copytree(story_lake.root, root)
+    every = [story_lake.story.id(f"e{i}") for i in range(12, 0, -1)]
+    with TestClient(create_app(root)) as c:
+        first = get(c, "/episodes", limit=5)
+        assert [e["episode_id"] for e in first["items"]] == every[:5] and first["next_cursor"]
+        # the pipeline commits a newer episode between two pages
+        lake = Lake(root)
+        row = lake.read("episodes", where=f"episode_id = '{every[0]}'").to_pylist()[0]
+        row["episode_id"], row["started_at"] = "late-episode", row["started_at"].replace(year=2099)
+        lake.write("episodes", pa.Table.from_pylist([row]), mode="upsert")
+        assert get(c, "/episodes", limit=5)["items"][0]["episode_id"] == "late-episode"
+        # paging on by cursor: the same version, the same total, nothing skipped or repeated
+        pages, cursor = [first], first["next_cursor"]
+        while cursor:
+            page = get(c, "/episodes", limit=5, cursor=cursor)
+            assert page["versions"] == first["versions"] and page["total"] == 12
+            pages.append(page)
+            cursor = page["next_cursor"]
+        assert [e["episode_id"] for p in pages for e in p["items"]] == every
+        assert [p["offset"] for p in pages] == [0, 5, 10]
+        # (by offset, the same page shows the shift: the late episode pushed every[4] onto it)
+        assert get(c, "/episodes", limit=5, offset=5)["items"][0]["episode_id"] == every[4]
+
+        # filters belong to the cursor; a malformed one, or one beside an offset, is a clear 422
+        wordplay = get(c, "/episodes", limit=2, family="wordplay")
+        assert get(c, "/episodes", 422, limit=2, cursor=wordplay["next_cursor"])["detail"].startswith(
+            "cursor: it was made for other filters"
+        )
+        again = get(c, "/episodes", limit=2, family="wordplay", cursor=wordplay["next_cursor"])
+        assert again["offset"] == 2 and again["total"] == wordplay["total"]
+        assert get(c, "/episodes", 422, cursor="not-a-cursor")["detail"].startswith(
+            "cursor: not a cursor this API made"
+        )
+        assert get(c, "/episodes", 422, offset=5, cursor=first["next_cursor"])["detail"] == (
+            "give either cursor or offset, not both: the cursor holds its offset"
+        )
+        latest = first["versions"]["episodes"] + 1
+        assert (
+            "the cursor reads episodes at version"
+            in get(c, "/episodes", 422, cursor=first["next_cursor"], version=latest)["detail"]
+        )
+
+        # every list pages by cursor (a page holding the rest has none)
+        for path, params in (("/failures/clusters", {}), ("/failures/cases", {}),
+                             ("/judges/tests/diff", {}), ("/checkpoints", {}), ("/review/queue", {}),
+                             ("/quarantine", {}), ("/search", {"q": "e"})):  # fmt: skip
+            whole = get(c, path, limit=500, **params)
+            assert whole["next_cursor"] is None, path
+            one = get(c, path, limit=1, **params)
+            items = next(k for k in ("clusters", "flips", "items") if k in one)
+            if len(whole[items]) > 1:
+                second = get(c, path, limit=1, cursor=one["next_cursor"], **params)
+                assert second[items] == whole[items][1:2], path
+                assert second["versions"] == one["versions"], path

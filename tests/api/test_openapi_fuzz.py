@@ -3,7 +3,10 @@
 Every operation the schema documents is called with generated parameters (valid and invalid),
 with the readers' token, and each answer is checked by schemathesis: no 5xx, a status the
 schema documents for that operation, a body that matches the documented schema, headers and
-content type as documented. Every data route refuses a request without a token or with a wrong
+content type as documented (a schema-valid request may still be a documented 422: a cursor
+made for other filters, a judge with no earlier version to compare; schemathesis' positive-data
+check, expecting every schema-valid request accepted, is left out). Every data route refuses a
+request without a token or with a wrong
 one. The lake is the module's story lake (tests/api/conftest.py: the real pipeline's tables).
 """
 
@@ -17,6 +20,7 @@ import schemathesis
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from api import create_app
 from tests.api.conftest import StoryLake
@@ -44,7 +48,9 @@ def _fuzzer(operation: Any, token: str) -> Any:
     @FUZZ
     @given(case=operation.as_strategy())
     def fuzz(case: Any) -> None:
-        case.call_and_validate(headers={"Authorization": f"Bearer {token}"})
+        case.call_and_validate(
+            headers={"Authorization": f"Bearer {token}"}, excluded_checks=[positive_data_acceptance]
+        )
 
     return fuzz
 

@@ -131,7 +131,8 @@ def test_search_pins_versions_and_refuses_bad_input(client: TestClient, story_la
     assert get(client, "/search", 422, q="")["detail"] == "q: String should have at least 1 character"
     assert get(client, "/search", 422, q="x", max_hits=0)["error"] == "invalid_request"
     assert get(client, "/search", 422, q="x", query="y")["detail"].startswith(
-        "unknown query parameter query: /search takes limit, max_hits, offset, q, steps_version, version"
+        "unknown query parameter query: /search takes cursor, limit, max_hits, offset, q, steps_version, "
+        "version"
     )
     assert get(client, "/search", 404, q="x", steps_version=99)["error"] == "version_not_found"
 
@@ -262,7 +263,7 @@ def test_quarantine_lists_each_record_with_its_reason_newest_first(
         )
         assert get(c, "/quarantine", 422, limit=0)["error"] == "invalid_request"
         assert get(c, "/quarantine", 422, reason="x")["detail"] == (
-            "unknown query parameter reason: /quarantine takes limit, max_text, offset, version"
+            "unknown query parameter reason: /quarantine takes cursor, limit, max_text, offset, version"
         )
         # the imported episode's instruction is searched (from episode_started's metadata)
         found = get(c, "/search", q="reverse the ORDER")
@@ -277,6 +278,7 @@ def test_the_story_lake_has_nothing_in_quarantine(client: TestClient, story_lake
         "total": 0,
         "limit": 50,
         "offset": 0,
+        "next_cursor": None,
         "items": [],
     }
 

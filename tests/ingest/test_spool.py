@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -289,10 +290,14 @@ def test_segments_rotated_and_deleted_while_a_reader_looks_are_never_called_miss
     worker.start()
     try:
         seen = []
-        for i in range(3000):
+        # at least 3000 looks, and on until the worker has rotated past 100 segments (a loaded
+        # machine gives the worker thread fewer turns per look)
+        i, deadline = 0, time.monotonic() + 120
+        while i < 3000 or (read_next(tmp_path) <= 100 and time.monotonic() < deadline):
             seen += missing_segments(tmp_path)
             if i % 100 == 0:
                 seen += [f["segment"] for f in inspect_spool(tmp_path).found]
+            i += 1
     finally:
         stop.set()
         worker.join()
