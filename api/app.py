@@ -29,6 +29,7 @@ from api.routes import (
     review,
     search,
     tables,
+    training,
 )
 from lake import Lake
 from schemas.events import SDK_VERSION
@@ -134,6 +135,7 @@ def create_app(
     app.include_router(page.router)
     for module in (tables, episodes, failures, judges, checkpoints, review, quarantine, search, platform):
         app.include_router(module.router, dependencies=guarded)
+    app.include_router(training.router, dependencies=guarded)  # /episodes/{id}/training
 
     @app.get("/metrics", include_in_schema=False)
     def prometheus_metrics() -> Response:

@@ -536,3 +536,85 @@ class SearchPublic(PagedAnswer):
     limit: int
     offset: int
     items: list[SearchResultPublic]
+
+
+# ------------------------------------------------------------------ what the learner made of an episode
+
+
+class TrainingSamplePublic(PublicModel):
+    """A training sequence of the episode (a row of ``samples``), its tokens counted, not listed."""
+
+    sequence: int = Field(description="0, 1, ... within the episode (a broken token history starts one).")
+    start: str = Field(description="episode | history_mismatch | after_untrainable.")
+    first_seq: int = Field(description="The step of its first model call.")
+    last_seq: int = Field(description="The step of its last model call.")
+    num_calls: int
+    problem: str | None = Field(description="Why a learner cannot train on it (null: trainable).")
+    group_id: str | None
+    policy_version: str | None
+    temperature: float = Field(description="The temperature it was sampled (and is scored) at.")
+    top_p: float | None
+    top_k: int | None
+    prompt_tokens: int
+    response_tokens: int = Field(description="Tokens after the prompt (the policy's and the environment's).")
+    loss_tokens: int = Field(description="Tokens the policy generated (in the loss).")
+    mean_logprob: float | None = Field(description="Mean behaviour log-probability over the loss tokens.")
+
+
+class TrainingVerdictPublic(PublicModel):
+    """A checkpoint whose pinned snapshot held the episode, and whether it trained on it."""
+
+    checkpoint_id: str
+    parent_id: str | None
+    created_at: dt.datetime
+    judge_name: str | None
+    judge_version: str | None
+    table_versions: dict[str, int] = Field(description="The Delta versions its dataset read.")
+    trained: bool | None = Field(description="null: the lake cannot say (see `reason` and `detail`).")
+    reason: str | None = Field(
+        description="Why not, in the learner's words (`reward_error`, `partial_group`, `group_waiting`, "
+        "`read_by_parent`, a sample's `problem`, `zero_advantage_group`, ...), or why it cannot be told "
+        "(`lineage_incomplete`, `snapshot_unreadable`, `token_out_of_vocab_unknown`); null when trained."
+    )
+    detail: str = Field(description="The same, for a person.")
+    reward: float | None = Field(
+        default=None, description="The reward its judge version gave (when trained)."
+    )
+    advantage: float | None = Field(
+        default=None, description="The group-relative advantage each of its samples got (when trained)."
+    )
+    sequences: int = Field(default=0, description="Its sequences trained on.")
+    group_rewards: dict[str, float] = Field(
+        default_factory=dict, description="Episode -> reward of the group it was trained in (when trained)."
+    )
+
+
+class RetractionHitPublic(PublicModel):
+    """A retraction that takes the episode out of training from now on (a row of ``retractions``)."""
+
+    retraction_id: str
+    scope: str = Field(description="episode | group | task_version | judge_version.")
+    target: str
+    reason: str
+    retracted_by: str
+    retracted_at: dt.datetime
+
+
+class EpisodeTrainingPublic(LakeAnswer):
+    """What the learner made of an episode: its sample rows, and each checkpoint that read it."""
+
+    episode_id: str
+    samples: list[TrainingSamplePublic]
+    trained_by: list[str] = Field(description="The checkpoints that trained on it, newest first.")
+    reason: str | None = Field(
+        description="When none did: why, as the newest checkpoint that decided said it (`not_read_yet`: "
+        "no checkpoint's snapshot holds it yet); null when trained, or when it cannot be told."
+    )
+    detail: str
+    checkpoints: list[TrainingVerdictPublic] = Field(
+        description="Every checkpoint whose pinned snapshot held the episode, newest first."
+    )
+    checkpoints_not_holding: int = Field(
+        description="Checkpoints whose snapshot did not hold it (read before it arrived, or no lake data)."
+    )
+    retractions: list[RetractionHitPublic] = Field(description="Retractions naming it now, oldest first.")

@@ -309,6 +309,8 @@ async function notFound(route) {
       h("a", { href: "#/judges" }, "judges"),
       ", ",
       h("a", { href: "#/review" }, "review"),
+      ", ",
+      h("a", { href: "#/health" }, "health"),
       ".",
     ),
   );
@@ -1105,7 +1107,11 @@ function verdictForm(episodeId) {
 async function episodeView(route) {
   const id = route.parts[1];
   if (!id) return navigateTo("#/episodes");
-  const d = await api("episodes/" + enc(id), { include_payload: true, max_text: 4000 });
+  // the learner's side is drawn whatever it answers: an error there is said in its panel
+  const [d, learned] = await Promise.all([
+    api("episodes/" + enc(id), { include_payload: true, max_text: 4000 }),
+    api("episodes/" + enc(id) + "/training").catch((err) => ({ error: err })),
+  ]);
   const ep = d.episode;
   document.title = `trajlake · episode ${shortId(id)}`;
   const failingBy = new Map(); // seq -> failures
@@ -1281,6 +1287,7 @@ async function episodeView(route) {
         verdictForm(id),
       ),
     ),
+    learnerPanel(learned, id, seqs),
     h(
       "div",
       { class: "panel" },
@@ -1318,6 +1325,166 @@ async function episodeView(route) {
     if (start !== null) selectStep(start, { scroll: asked !== null, updateHash: false });
   };
   return root;
+}
+
+// ------------------------------------------------------------------ one episode: what the learner made of it
+
+function signed(x, digits) {
+  if (x === null || x === undefined) return "–";
+  return (x > 0 ? "+" : "") + x.toFixed(digits);
+}
+
+function trainedPill(v) {
+  if (v.trained === true) return pill("trained", "pass");
+  if (v.trained === false) return pill("not trained", "fail");
+  return pill("cannot tell", "open");
+}
+
+function learnerPanel(t, episodeId, seqs) {
+  const title = h("h2", {}, "Learner");
+  if (t.error) {
+    return h(
+      "div",
+      { class: "panel", id: "learner" },
+      title,
+      h(
+        "p",
+        { class: "bad", id: "learner-summary" },
+        `The learner's side could not be read: ${describe(t.error)}`,
+      ),
+    );
+  }
+  const stepLink = (seq) =>
+    seqs.has(seq) ? h("a", { href: link(["episode", episodeId], { step: seq }) }, `#${seq}`) : `#${seq}`;
+  const samples = t.samples.map((s) =>
+    h(
+      "tr",
+      { dataset: { sequence: s.sequence } },
+      h("td", { class: "num" }, s.sequence),
+      h("td", {}, s.start.replace("_", " ")),
+      h(
+        "td",
+        { class: "nowrap" },
+        stepLink(s.first_seq),
+        s.last_seq !== s.first_seq ? ["–", stepLink(s.last_seq)] : "",
+        s.num_calls > 1 ? h("span", { class: "muted" }, ` (${num(s.num_calls)})`) : "",
+      ),
+      h(
+        "td",
+        { class: "num" },
+        `${num(s.prompt_tokens)} · ${num(s.response_tokens)} · ${num(s.loss_tokens)}`,
+      ),
+      h("td", { class: "num" }, s.temperature),
+      h("td", { class: "num" }, s.mean_logprob === null ? "–" : s.mean_logprob.toFixed(3)),
+      h("td", { class: "problem" }, s.problem ? pill(s.problem, "fail") : pill("trainable", "pass")),
+    ),
+  );
+  const checkpoints = t.checkpoints.map((v) =>
+    h(
+      "tr",
+      { dataset: { checkpoint: v.checkpoint_id, trained: String(v.trained) } },
+      h("td", {}, h("a", { href: link(["checkpoints", v.checkpoint_id]), class: "id" }, v.checkpoint_id)),
+      h("td", { class: "nowrap" }, when(v.created_at)),
+      h("td", {}, v.judge_name ? `${v.judge_name} ${v.judge_version}` : "–"),
+      h("td", {}, trainedPill(v)),
+      h(
+        "td",
+        { class: "reason" },
+        v.reason ? h("code", {}, v.reason) : null,
+        h("div", { class: "small" }, v.detail),
+      ),
+      h("td", { class: "num" }, v.reward ?? "–"),
+      h("td", { class: "num advantage" }, signed(v.advantage, 3)),
+      h(
+        "td",
+        { class: "small" },
+        Object.keys(v.group_rewards).length
+          ? h(
+              "span",
+              { class: "items" },
+              Object.entries(v.group_rewards).map(([e, r]) =>
+                h(
+                  "span",
+                  {},
+                  e === episodeId ? h("b", {}, shortId(e)) : episodeLink(e, null, shortId(e)),
+                  ` ${r}`,
+                ),
+              ),
+            )
+          : "–",
+      ),
+    ),
+  );
+  const summary = t.trained_by.length
+    ? h("span", { class: "good" }, `Trained on by ${t.trained_by.join(", ")}.`)
+    : t.reason
+      ? [h("span", { class: "bad" }, "Not trained on: "), h("code", {}, t.reason), ` — ${t.detail}`]
+      : h("span", { class: "muted" }, t.detail);
+  return h(
+    "div",
+    { class: "panel", id: "learner" },
+    title,
+    h("p", { id: "learner-summary" }, summary),
+    t.retractions.length
+      ? h(
+          "ul",
+          { id: "learner-retractions" },
+          t.retractions.map((r) =>
+            h(
+              "li",
+              { class: "bad" },
+              `retracted by ${r.retraction_id} (${r.scope} ${r.target}): ${r.reason} — ` +
+                `${r.retracted_by}, ${when(r.retracted_at)}`,
+            ),
+          ),
+        )
+      : null,
+    h("h3", {}, `Sample rows (${num(t.samples.length)})`),
+    table(
+      [
+        th("seq.", "num"),
+        th("starts at"),
+        th("model calls"),
+        th("tokens: prompt · response · loss", "num"),
+        th("temp.", "num"),
+        th("mean log-prob", "num"),
+        th("trainable"),
+      ],
+      samples,
+      { id: "learner-samples" },
+    ),
+    h(
+      "h3",
+      {},
+      `Checkpoints that read it (${num(t.checkpoints.length)})`,
+      t.checkpoints_not_holding
+        ? h(
+            "span",
+            { class: "muted small" },
+            ` · ${plural(t.checkpoints_not_holding, "other checkpoint")} read before it arrived or no lake data`,
+          )
+        : null,
+    ),
+    table(
+      [
+        th("checkpoint"),
+        th("created"),
+        th("judge"),
+        th("trained"),
+        th("why"),
+        th("reward", "num"),
+        th("advantage", "num"),
+        th("its group's rewards"),
+      ],
+      checkpoints,
+      { id: "learner-checkpoints" },
+    ),
+    h(
+      "p",
+      { class: "muted small" },
+      "Recomputed from each checkpoint's lineage (the table versions, judge and selection it recorded) by the learner's rules.",
+    ),
+  );
 }
 
 function navigateTo(hash) {
@@ -1706,6 +1873,166 @@ async function quarantineView(route) {
   );
 }
 
+// ------------------------------------------------------------------ health
+
+const HEALTH_VALUES = [
+  ["pipeline_lag", "pipeline lag", (v) => `${num(Math.round(v))} records`],
+  ["records_per_second", "records / s", (v) => num(Number(v.toFixed(1)))],
+  ["quarantine_rate", "quarantine rate", pct],
+  ["judge_error_rate", "judge error rate", pct],
+];
+
+function stat(key, label, value, title) {
+  return h(
+    "div",
+    { class: "stat", dataset: { metric: key }, title },
+    h("div", { class: "stat-value" }, value),
+    h("div", { class: "stat-label" }, label),
+  );
+}
+
+function prometheusPanel(prom) {
+  const title = h("h2", {}, "Pipeline, sandboxes and judges (Prometheus)");
+  if (!prom) {
+    return h(
+      "div",
+      { class: "panel", id: "prometheus" },
+      title,
+      h(
+        "p",
+        { id: "prometheus-status", class: "notice warn" },
+        "Prometheus is not configured: this service was started without its URL, so the pipeline's lag, " +
+          "the quarantine rate, records per second, the sandbox pools, the judges' error rate and the alerts " +
+          "are not shown. Start it with ",
+        h("code", {}, "trajlake api serve --prometheus URL"),
+        ". The lake's side is below.",
+      ),
+    );
+  }
+  if (prom.error) {
+    return h(
+      "div",
+      { class: "panel", id: "prometheus" },
+      title,
+      h("p", { id: "prometheus-status", class: "notice bad" }, prom.error),
+    );
+  }
+  const v = prom.values;
+  const shown = (key, f) => (v[key] === null || v[key] === undefined ? "no data" : f(v[key]));
+  const size = v.sandbox_pool_size;
+  const used = v.sandbox_in_use;
+  const pool =
+    size === null || size === undefined
+      ? "no data"
+      : `${num(used === null || used === undefined ? null : Math.round(used))} / ${num(Math.round(size))}`;
+  const alerts = prom.alerts.map((a) =>
+    h(
+      "tr",
+      { dataset: { alert: a.name, state: a.state } },
+      h("td", {}, pill(a.state, a.state === "firing" ? "fail" : "open")),
+      h("td", {}, h("b", {}, a.name)),
+      h("td", {}, a.severity ?? "–"),
+      h("td", {}, a.summary ?? "–"),
+      h(
+        "td",
+        { class: "small" },
+        h(
+          "span",
+          { class: "items" },
+          Object.entries(a.labels).map(([k, x]) => h("span", {}, `${k}=${x}`)),
+        ),
+      ),
+    ),
+  );
+  const firing = prom.alerts.filter((a) => a.state === "firing").length;
+  return h(
+    "div",
+    { class: "panel", id: "prometheus" },
+    title,
+    h(
+      "div",
+      { class: "stats" },
+      HEALTH_VALUES.map(([key, label, f]) => stat(key, label, shown(key, f))),
+      stat("sandbox_pool", "sandboxes in use / pool", pool),
+    ),
+    h(
+      "h3",
+      {},
+      "Alerts",
+      firing ? h("span", { class: "bad" }, ` · ${num(firing)} firing`) : null,
+    ),
+    alerts.length
+      ? table([th("state"), th("alert"), th("severity"), th("summary"), th("labels")], alerts, {
+          id: "alerts",
+        })
+      : h("p", { class: "muted", id: "alerts-none" }, "No alert is pending or firing."),
+    h("p", { class: "muted small", id: "prometheus-status" }, "read from ", h("code", {}, prom.url)),
+  );
+}
+
+async function healthView() {
+  const p = await api("platform");
+  document.title = "trajlake · health";
+  const q = p.quarantine;
+  const versions = Object.entries(p.versions).sort(([a], [b]) => a.localeCompare(b));
+  return h(
+    "div",
+    {},
+    h("h1", {}, "Health"),
+    prometheusPanel(p.prometheus),
+    h(
+      "div",
+      { class: "grid" },
+      h(
+        "div",
+        { class: "panel", id: "quarantine-health" },
+        h("h2", {}, "Quarantine"),
+        h(
+          "p",
+          { id: "quarantine-count" },
+          q.rows
+            ? `${plural(q.rows, "record")} of the log quarantined, ${num(q.last_hour)} in the last hour.`
+            : "Nothing is quarantined.",
+        ),
+        q.reasons.length
+          ? h(
+              "ul",
+              { class: "reasons", id: "quarantine-reasons" },
+              q.reasons.map((r) =>
+                h(
+                  "li",
+                  {},
+                  h("span", { class: "num" }, `${num(r.count)} ×`),
+                  " ",
+                  h("a", { href: "#/quarantine", title: "the quarantined records" }, r.reason),
+                ),
+              ),
+            )
+          : null,
+        q.rows
+          ? h("p", { class: "small" }, h("a", { href: "#/quarantine" }, "all quarantined records →"))
+          : null,
+      ),
+      h(
+        "div",
+        { class: "panel" },
+        h("h2", {}, "Tables"),
+        h(
+          "span",
+          { class: "items small", id: "table-versions" },
+          versions.map(([t, ver]) =>
+            h(
+              "span",
+              { class: ver === null ? "muted" : "", dataset: { table: t } },
+              ver === null ? `${t}: not yet` : `${t} v${ver}`,
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
 // ------------------------------------------------------------------ search
 
 function snippetNode(hit) {
@@ -1803,6 +2130,7 @@ const VIEWS = {
   review: reviewView,
   checkpoints: checkpointsView,
   quarantine: quarantineView,
+  health: healthView,
   search: searchView,
 };
 

@@ -331,6 +331,21 @@ def test_every_view_shows_the_story_at_800px_without_scrolling_the_page(
     expect(at("li.step.failing .exit")).to_have_text("error: invalid_arguments")
     expect(at("#episode-policy")).to_have_text("pol")
     expect(at("#episode-policy-version")).to_have_text("2")
+    # the learner's side: its one sample row has no token ids, and the story's checkpoints recorded
+    # no samples version and no selection, so whether they trained on it is said to be unknowable
+    expect(at("#learner-samples tbody tr")).to_have_count(1)
+    expect(at("#learner-samples tbody tr td.problem")).to_have_text("no_token_data")
+    expect(at("#learner-samples tbody tr a")).to_have_text("#1")
+    learner = at("#learner-checkpoints tbody tr")
+    expect(learner).to_have_count(2)
+    expect(learner.locator("a.id")).to_have_text(["ck-child", "ck-parent"])
+    expect(learner.first).to_contain_text("cannot tell")
+    expect(learner.first.locator("td.reason")).to_contain_text(
+        "lineage_incompleteits lineage records no samples version, no selection"
+    )
+    expect(at("#learner-summary")).to_have_text(
+        "whether the 2 checkpoints that read it trained on it cannot be told (lineage_incomplete)"
+    )
     seen("episode")
 
     w.show("/search?q=filenotfounderror", "search")
@@ -359,7 +374,23 @@ def test_every_view_shows_the_story_at_800px_without_scrolling_the_page(
     expect(at("#lineage > li > b")).to_have_text(["ck-child", "ck-parent"])
     seen("lineage")
 
-    w.show("/quarantine", "quarantine")
+    w.show("/health", "health")
+    expect(at("#prometheus-status")).to_contain_text("Prometheus is not configured")
+    expect(at("#quarantine-count")).to_contain_text("1 record of the log quarantined")
+    expect(at("#quarantine-reasons li")).to_have_count(1)
+    expect(at("#quarantine-reasons li")).to_contain_text("1 ×")
+    versions = api(served, "platform")["versions"]
+    expect(at('#table-versions [data-table="quarantine"]')).to_have_text(
+        f"quarantine v{versions['quarantine']}"
+    )
+    expect(at('#table-versions [data-table="checkpoints"]')).to_have_text(
+        f"checkpoints v{versions['checkpoints']}"
+    )
+    expect(at('#nav a[aria-current="page"]')).to_have_text("Health")
+    seen("health")
+
+    at("#quarantine-reasons a", has_text="not UTF-8 JSON").click()  # a reason opens the quarantine
+    w.ready("quarantine")
     expect(at("#quarantine-total")).to_contain_text("1 record of the log could not be parsed")
     expect(at("#quarantine .reason")).to_contain_text("not UTF-8 JSON")
     seen("quarantine")
@@ -556,6 +587,66 @@ def test_search_finds_an_imported_episode_by_its_instruction_and_shows_its_chat(
     raw.locator("summary").click()
     expect(raw.locator("pre")).to_contain_text('"content": "format error"')
     w.shot("imported-episode")
+    w.assert_clean()
+
+
+def test_health_shows_prometheus_values_and_alerts_firing_first_or_why_it_could_not_be_read(
+    open_page: Callable[..., Watched], served: Served
+) -> None:
+    """The browser's app has no Prometheus (a real one is tested in tests/deploy/test_monitoring.py):
+    its ``/platform`` answer is completed here with a Prometheus half built from the API's own models."""
+    from playwright.sync_api import Route, expect
+
+    from api.platform import AlertPublic, PlatformPublic, PrometheusHealthPublic
+
+    lake_half = api(served, "platform")
+    values = {"pipeline_lag": 1234.0, "quarantine_rate": 0.0123, "records_per_second": 56.78,
+              "sandbox_pool_size": 8.0, "sandbox_in_use": 3.0, "judge_error_rate": None}  # fmt: skip
+    alerts = [
+        AlertPublic(name="TrajlakeQuarantineRateHigh", state="firing", severity="page",
+                    summary="More than 1% of records are quarantined", labels={"topic": "trajlake.episodes"}),
+        AlertPublic(name="TrajlakePipelineLagging", state="pending", severity="ticket", summary=None),
+    ]  # fmt: skip
+    answers = [
+        PrometheusHealthPublic(url="http://prom:9090", values=values, alerts=alerts),
+        PrometheusHealthPublic(url="http://prom:9090", error="Prometheus at http://prom:9090 could not be "
+                               "read: [Errno 111] Connection refused"),
+    ]  # fmt: skip
+
+    def platform(route: Route) -> None:
+        body = PlatformPublic(**{**lake_half, "prometheus": answers[0]}).model_dump(mode="json")
+        route.fulfill(json=body)
+
+    w = open_page()
+    page = w.page
+    page.route(re.compile(r"/platform$"), platform)
+    w.show("/health", "health")
+    stat = page.locator("#prometheus .stat")
+    expect(stat.locator(".stat-label")).to_have_text(
+        ["pipeline lag", "records / s", "quarantine rate", "judge error rate", "sandboxes in use / pool"]
+    )
+    expect(stat.locator(".stat-value")).to_have_text(["1,234 records", "56.8", "1.2%", "no data", "3 / 8"])
+    rows = page.locator("#alerts tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_have_attribute("data-state", "firing")
+    expect(rows.first).to_contain_text(
+        "firingTrajlakeQuarantineRateHighpageMore than 1% of records are quarantined"
+    )
+    expect(rows.first).to_contain_text("topic=trajlake.episodes")
+    expect(rows.nth(1)).to_contain_text("pendingTrajlakePipelineLaggingticket")
+    expect(page.locator("#prometheus h3")).to_have_text("Alerts · 1 firing")
+    expect(page.locator("#quarantine-count")).to_contain_text("1 record of the log quarantined")
+    w.shot("health-prometheus")
+    answers.pop(0)
+    page.reload()  # (the same hash again would not draw the view again)
+    w.ready("health")
+    expect(page.locator("#prometheus-status")).to_have_text(
+        "Prometheus at http://prom:9090 could not be read: [Errno 111] Connection refused"
+    )
+    expect(page.locator("#prometheus-status")).to_have_class(re.compile(r"\bbad\b"))
+    expect(page.locator("#prometheus .stat")).to_have_count(0)
+    expect(page.locator("#quarantine-reasons li")).to_have_count(1)  # the lake's half all the same
+    w.shot("health-prometheus-error")
     w.assert_clean()
 
 

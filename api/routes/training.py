@@ -1,0 +1,683 @@
+"""``/episodes/{id}/training``: what the learner made of an episode.
+
+The lake records what a checkpoint trained on only as its lineage (``checkpoints``: the Delta
+version of every table its dataset read, its judge name and version, its parent, and in
+``metrics`` its selection, arguments and the samples it left out, counted by reason), not as a
+list of episodes. So the answer recomputes each checkpoint's dataset for this one episode from the
+tables at the versions the checkpoint pinned, by the learner's own rules:
+
+1. the episode selection of ``learners.dataset._trainable`` (eval split and eval runs, the
+   selection's tasks and families, retractions, lost events, open episodes, unlearnable statuses,
+   missing or ``error`` rewards, groups trained only whole, waiting at most ``max_group_wait_s``
+   of log time), mirrored here rule for rule because the API may import only ``lake`` and
+   ``schemas`` (``tests/test_dependency_rule.py``); ``tests/api/test_training_view.py`` checks
+   the mirror against the learner's own ``train`` on a lake built by the pipeline;
+2. an incremental step's ``since``: what its parent's snapshot held trainable already is not read
+   again (``read_by_parent``);
+3. the ``samples`` rows (``learners.dataset._trainable_rows``): a row with a ``problem``, or an
+   episode without rows, takes its group out;
+4. the step's own filters (``learners.trainer.train``): ``max_policy_lag``, ``token_out_of_vocab``
+   and ``zero_advantage_group``.
+
+What cannot be told is said (``trained`` null): a lineage without ``samples``, ``selection`` or
+its parent, a pinned version that can no longer be read, and ``token_out_of_vocab`` when the
+checkpoint left samples out for it (the model's vocabulary size is not in the table).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from fastapi import APIRouter, Path
+
+from api.analysis import filter_rows, parse_json
+from api.deps import ReaderDep
+from api.errors import ApiError, NotFoundError
+from api.lake_reader import LakeReader, versions_of
+from api.models import (
+    EpisodeTrainingPublic,
+    RetractionHitPublic,
+    TrainingSamplePublic,
+    TrainingVerdictPublic,
+)
+from lake.splits import splits_of
+from schemas.tables import TABLES
+
+router = APIRouter(prefix="/episodes", tags=["episodes"])
+
+LEARNABLE = ("success", "failure", "truncated")
+"""Statuses a learner learns from (``learners.dataset.LEARNABLE``)."""
+_WAITING = (None, "incomplete", "no_reward")
+"""An episode's exclusion while its group waits for it (``learners.dataset._WAITING``)."""
+TRAIN_DEFAULTS: dict[str, Any] = {"incremental": True, "drop_zero_advantage_groups": True,
+                                  "scale_advantages": True}  # fmt: skip
+"""``learners.trainer.TrainArgs`` defaults of the arguments read here, for a lineage without them."""
+ADVANTAGE_EPS = 1e-6
+"""``learners.dataset.group_advantages_np``'s ``eps``."""
+NEEDED = ("episodes", "rewards", "samples")
+"""Tables a recomputable lineage pins (``learners.dataset.TABLES_READ``)."""
+
+
+# ------------------------------------------------------------------ the episode selection
+
+
+@dataclass(frozen=True)
+class Retracted:
+    """What the ``retractions`` rows a dataset read take out (``learners.retractions.Retracted``)."""
+
+    rows: tuple[dict[str, Any], ...] = ()
+
+    def _targets(self, scope: str) -> set[str]:
+        return {r["target"] for r in self.rows if r["scope"] == scope}
+
+    def hitting(self, episode: Mapping[str, Any], judge: tuple[str, str | None]) -> list[dict[str, Any]]:
+        """The rows that take ``episode`` (scored by ``judge``) out of training."""
+        out = []
+        for r in self.rows:
+            name, _, version = str(r["target"]).rpartition("@")
+            if (
+                (r["scope"] == "episode" and r["target"] == episode["episode_id"])
+                or (r["scope"] == "group" and r["target"] == (episode.get("group_id") or ""))
+                or (
+                    r["scope"] == "task_version"
+                    and (name, version) == (episode.get("task_id"), episode.get("task_version"))
+                )
+                or (r["scope"] == "judge_version" and (name, version) == judge)
+            ):
+                out.append(r)
+        return out
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a checkpoint's dataset selected by (its judge and ``metrics.selection``)."""
+
+    judge_name: str
+    judge_version: str | None
+    tasks: frozenset[str] | None
+    families: frozenset[str] | None
+    max_group_wait_s: float | None
+
+
+@dataclass
+class Picked:
+    """The episode selection of one snapshot: who is kept, with what score, and why the others are not."""
+
+    rows: dict[str, dict[str, Any]]
+    keep: dict[str, dict[str, Any]]
+    score: dict[str, float]
+    why: dict[str, str]
+    members: dict[str, list[str]] = field(default_factory=dict)
+    """Group key -> the episodes in the selection's scope with that key."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    groups: dict[str, list[str]] = field(default_factory=dict)
+    """Group key -> every episode of the snapshot with that key (in scope or not)."""
+
+
+def _seconds(column: pa.ChunkedArray) -> list[float | None]:
+    """Epoch seconds, none later than the reader's clock (``learners.dataset._seconds``)."""
+    cap = time.time()
+    return [None if v is None else min(v / 1e6, cap) for v in pc.cast(column, pa.int64()).to_pylist()]
+
+
+def group_key(ep: Mapping[str, Any]) -> str:
+    """An episode's group (the episode itself when it has none)."""
+    return str(ep["group_id"] or ep["episode_id"])
+
+
+def pick(
+    episodes: pa.Table,
+    rewards: pa.Table,
+    sel: Selection,
+    retracted: Retracted,
+    eval_tasks: frozenset[str],
+) -> Picked:
+    """``learners.dataset._trainable`` over one snapshot, rule for rule."""
+    names = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status", "completeness",
+             "group_size", "started_at", "ended_at", "source", "task_version")  # fmt: skip
+
+    def values(c: str) -> list[Any]:
+        col = episodes.column(c)
+        return _seconds(col) if pa.types.is_timestamp(col.type) else list(col.to_pylist())
+
+    rows = [dict(zip(names, r, strict=True)) for r in zip(*(values(c) for c in names))]
+    scored: dict[str, tuple[float, str, float]] = {}
+    r = rewards.filter(pc.equal(rewards.column("judge_name"), sel.judge_name))
+    for eid, version, value, verdict, at, source in zip(
+        r.column("episode_id").to_pylist(), r.column("judge_version").to_pylist(),
+        r.column("score").to_pylist(), r.column("verdict").to_pylist(), _seconds(r.column("ts")),
+        r.column("source").to_pylist(), strict=True,
+    ):  # fmt: skip
+        if version == sel.judge_version:
+            scored[eid] = (float(value), verdict, (at or 0.0) if source == "online" else 0.0)
+    why: dict[str, str] = {}
+    keep: dict[str, dict[str, Any]] = {}
+    score: dict[str, float] = {}
+    pending: set[str] = set()
+    count: Counter[str] = Counter()
+    sizes: dict[str, int] = {}
+    first_end: dict[str, float] = {}
+    whole_at: dict[str, float] = {}
+    in_scope: dict[str, list[str]] = {}
+    for ep in rows:
+        eid = ep["episode_id"]
+        if ep["source"] == "eval" or ep["task_id"] in eval_tasks:
+            why[eid] = "eval"
+            continue
+        if sel.tasks is not None and ep["task_id"] not in sel.tasks:
+            continue
+        if sel.families is not None and ep["task_family"] not in sel.families:
+            continue
+        group = group_key(ep)
+        count[group] += 1
+        in_scope.setdefault(group, []).append(eid)
+        if ep["ended_at"] is not None:
+            t = ep["ended_at"]
+            first_end[group] = min(first_end.get(group, t), t)
+            done = max(t, scored[eid][2]) if eid in scored else t
+            whole_at[group] = max(whole_at.get(group, done), done)
+        if ep.get("group_size"):
+            sizes[group] = max(sizes.get(group, 0), int(ep["group_size"]))
+        if retracted.hitting(ep, (sel.judge_name, sel.judge_version)):
+            why[eid] = "retracted"
+            continue
+        if ep["completeness"] == "gap":
+            why[eid] = "gap"
+            continue
+        if ep["completeness"] != "complete" or ep["status"] is None or ep["status"] == "open":
+            pending.add(group)
+            why[eid] = "incomplete"
+            continue
+        if ep["status"] not in LEARNABLE:
+            why[eid] = f"status:{ep['status']}"
+            continue
+        if eid not in scored:
+            pending.add(group)
+            why[eid] = "no_reward"
+            continue
+        value, verdict, _ = scored[eid]
+        if verdict == "error":
+            why[eid] = "reward_error"
+            continue
+        keep[eid] = ep
+        score[eid] = value
+    lost = {group_key(ep) for ep in rows if why.get(ep["episode_id"]) not in _WAITING} & in_scope.keys()
+    for g in lost:
+        for eid in in_scope[g]:
+            if eid in keep:
+                why[eid] = "partial_group"
+                del keep[eid], score[eid]
+    pending -= lost
+    pending |= {g for g, n in sizes.items() if count[g] < n and g not in lost}
+    if sel.max_group_wait_s is not None:
+        clock = [t for t in (*(ep["started_at"] for ep in rows), *(ep["ended_at"] for ep in rows)) if t]
+        clock += [at for _, _, at in scored.values()]
+        now = max(clock, default=0.0)
+        for g, t0 in first_end.items():
+            done = whole_at[g] if g not in pending else max(now, t0)
+            if done - t0 > sel.max_group_wait_s:
+                for eid in in_scope[g]:
+                    if eid in keep or why.get(eid) in ("incomplete", "no_reward"):
+                        why[eid] = "group_expired"
+                        keep.pop(eid, None)
+                        score.pop(eid, None)
+    for eid in [e for e, ep in keep.items() if group_key(ep) in pending]:
+        why[eid] = "group_waiting"
+        del keep[eid], score[eid]
+    groups: dict[str, list[str]] = {}
+    for ep in rows:
+        groups.setdefault(group_key(ep), []).append(ep["episode_id"])
+    return Picked({ep["episode_id"]: ep for ep in rows}, keep, score, why, in_scope, sizes, groups)
+
+
+# ------------------------------------------------------------------ one checkpoint
+
+
+class Undetermined(Exception):
+    """What the lake does not say about a checkpoint's data (the answer's ``trained`` is null)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class Lineage:
+    """A ``checkpoints`` row, parsed."""
+
+    row: dict[str, Any]
+    versions: dict[str, int]
+    metrics: dict[str, Any]
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Lineage:
+        """A row of ``checkpoints``, its JSON columns parsed."""
+        versions = parse_json(row["table_versions"])
+        metrics = parse_json(row["metrics"])
+        return cls(
+            row,
+            {k: int(v) for k, v in versions.items()} if isinstance(versions, dict) else {},
+            metrics if isinstance(metrics, dict) else {},
+        )
+
+    @property
+    def id(self) -> str:
+        """The checkpoint's id."""
+        return str(self.row["checkpoint_id"])
+
+    def arg(self, name: str) -> Any:
+        """A ``TrainArgs`` field the step recorded (its default where the lineage has none)."""
+        args = self.metrics.get("args")
+        return args.get(name, TRAIN_DEFAULTS[name]) if isinstance(args, dict) else TRAIN_DEFAULTS[name]
+
+    def selection(self, judge_version: str | None = None) -> Selection:
+        """What its dataset selected by (with another judge version: its parent's, for ``since``)."""
+        sel = self.metrics["selection"]
+        tasks, families = sel.get("tasks"), sel.get("families")
+        return Selection(
+            self.row["judge_name"],
+            judge_version if judge_version is not None else self.row["judge_version"],
+            frozenset(tasks) if tasks is not None else None,
+            frozenset(families) if families is not None else None,
+            sel.get("max_group_wait_s"),
+        )
+
+
+def _read(reader: LakeReader, table: str, version: int | None) -> pa.Table:
+    """``table`` at a pinned ``version`` (None: the lineage pinned none, so none was read)."""
+    if version is None:
+        return TABLES[table].empty_table()
+    try:
+        return reader.snapshot(table, version).table
+    except ApiError as exc:
+        raise Undetermined(
+            "snapshot_unreadable", f"version {version} of {table} it pinned cannot be read: {exc}"
+        ) from exc
+
+
+def _rows(reader: LakeReader, table: str, episode_id: str, version: int) -> pa.Table:
+    """The rows of one episode in ``table`` at a pinned ``version``."""
+    try:
+        return reader.rows_where(table, "episode_id", episode_id, version).table
+    except ApiError as exc:
+        raise Undetermined(
+            "snapshot_unreadable", f"version {version} of {table} it pinned cannot be read: {exc}"
+        ) from exc
+
+
+def picked_at(reader: LakeReader, versions: Mapping[str, int], sel: Selection) -> Picked:
+    """The episode selection at a lineage's pinned versions (memoised per versions and selection)."""
+    try:
+        episodes = reader.snapshot("episodes", versions["episodes"])
+    except ApiError as exc:
+        raise Undetermined(
+            "snapshot_unreadable",
+            f"version {versions['episodes']} of episodes it pinned cannot be read: {exc}",
+        ) from exc
+    ret_v, tasks_v, rewards_v = versions.get("retractions"), versions.get("tasks"), versions.get("rewards")
+    purpose = ("learner_selection", rewards_v, ret_v, tasks_v, sel)
+
+    def compute(table: pa.Table) -> Picked:
+        # (a parent that pinned no rewards: the learner reads none)
+        rewards = (
+            _read(reader, "rewards", rewards_v) if rewards_v is not None else TABLES["rewards"].empty_table()
+        )
+        retractions = _read(reader, "retractions", ret_v)
+        tasks = _read(reader, "tasks", tasks_v)
+        eval_tasks = frozenset(
+            t for t, s in (splits_of(tasks) if tasks.num_rows else {}).items() if s == "eval"
+        )
+        return pick(table, rewards, sel, Retracted(tuple(retractions.to_pylist())), eval_tasks)
+
+    return reader.derived(episodes, purpose, compute)
+
+
+def _ancestors(by_id: Mapping[str, Lineage], parent_id: str | None) -> list[str]:
+    """``learners.trainer._parent_lineage``: the parent and its ancestors (only the parent if broken)."""
+    if parent_id is None:
+        return []
+    chain: list[str] = []
+    current: str | None = parent_id
+    while current is not None:
+        if current not in by_id or current in chain:
+            return [parent_id]
+        chain.append(current)
+        current = by_id[current].row["parent_id"]
+    return chain
+
+
+def advantage(rewards: list[float], mine: float, scale: bool) -> float:
+    """``learners.dataset.group_advantages_np`` for one member of a group (population std)."""
+    if max(rewards) == min(rewards):
+        return 0.0
+    mean = sum(rewards) / len(rewards)
+    if not scale:
+        return mine - mean
+    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / len(rewards))
+    return (mine - mean) / (std + ADVANTAGE_EPS)
+
+
+SENTENCES = {
+    "eval": "an evaluation episode (an eval run's, or of a task in the eval split): measured on, never "
+    "trained on",
+    "outside_selection": "outside the checkpoint's selection ({selection})",
+    "retracted": "retracted ({retractions}) in the retractions the checkpoint read",
+    "gap": "events of it were lost (completeness gap): it is never whole",
+    "incomplete": "still open at the checkpoint's snapshot",
+    "no_reward": "{judge} had not scored it yet at the checkpoint's snapshot",
+    "reward_error": "{judge} answered error on it: no signal about the policy",
+    "partial_group": "its group {group} lost {lost}: a baseline over the rest would not be the group's",
+    "group_expired": "its group {group} was not whole within {wait} s of log time after its first member "
+    "ended{when}",
+    "group_waiting": "its group {group} was still waiting for members ({waiting})",
+    "read_by_parent": "the snapshot of its parent {parent} held it trainable already: an incremental step "
+    "reads only what became trainable since",
+    "no_samples": "it has no row in samples (no model call, or its samples were not folded yet)",
+    "policy_lag": "its policy version {policy} is {lag} behind the parent (max_policy_lag {max})",
+    "zero_advantage_group": "every episode of its group {group} got reward {reward}: advantages all 0, "
+    "and the step drops such groups",
+    "problem": "its samples row says {problem}: the learner cannot train on it",
+}
+
+
+@dataclass
+class Verdict:
+    """One checkpoint and this episode."""
+
+    trained: bool | None
+    reason: str | None = None
+    detail: str = ""
+    reward: float | None = None
+    advantage: float | None = None
+    sequences: int = 0
+    group: dict[str, float] = field(default_factory=dict)
+
+
+def _partial(lost: Mapping[str, str]) -> str:
+    return ", ".join(f"{e} ({r})" for e, r in sorted(lost.items()))
+
+
+def checkpoint_verdict(
+    reader: LakeReader, ck: Lineage, by_id: Mapping[str, Lineage], episode_id: str
+) -> Verdict | None:
+    """Whether ``ck`` trained on the episode, and why not (None: its snapshot did not hold it)."""
+    try:
+        return _verdict(reader, ck, by_id, episode_id)
+    except Undetermined as why:
+        return Verdict(None, why.reason, why.detail)
+
+
+def _verdict(reader: LakeReader, ck: Lineage, by_id: Mapping[str, Lineage], eid: str) -> Verdict | None:
+    if not _rows(reader, "episodes", eid, ck.versions["episodes"]).num_rows:
+        return None
+    missing = [t for t in NEEDED if t not in ck.versions]
+    if missing or not ck.row["judge_name"] or not isinstance(ck.metrics.get("selection"), dict):
+        what = [f"no {t} version" for t in missing]
+        what += [] if ck.row["judge_name"] else ["no judge"]
+        what += [] if isinstance(ck.metrics.get("selection"), dict) else ["no selection"]
+        raise Undetermined(
+            "lineage_incomplete",
+            f"its lineage records {', '.join(what)}: its dataset cannot be read again",
+        )
+    sel = ck.selection()
+    judge = f"judge {sel.judge_name} {sel.judge_version}"
+    now = picked_at(reader, ck.versions, sel)
+    ep = now.rows[eid]
+    group = group_key(ep)
+    if eid not in now.keep:
+        reason = now.why.get(eid, "outside_selection")
+        return Verdict(False, reason, _sentence(reason, now, ck, eid, judge, reader))
+    keep = {e: now.keep[e] for e in now.members.get(group, []) if e in now.keep}
+    parent_id = ck.row["parent_id"]
+    if parent_id is not None and ck.arg("incremental"):
+        parent = by_id.get(parent_id)
+        if parent is None:
+            raise Undetermined(
+                "lineage_incomplete",
+                f"its parent {parent_id} is not in the checkpoints table: what the step read as new cannot "
+                "be told",
+            )
+        if parent.row["lake_uri"] and "episodes" in parent.versions:
+            before = picked_at(
+                reader, parent.versions, ck.selection(parent.row["judge_version"] or sel.judge_version)
+            )
+            for e in list(keep):
+                if e in before.keep or before.why.get(e) == "group_expired":
+                    del keep[e]
+            if eid not in keep:
+                if eid in before.keep:
+                    text = SENTENCES["read_by_parent"].format(parent=parent_id)
+                    return Verdict(False, "read_by_parent", text)
+                text = _sentence(
+                    "group_expired", before, ck, eid, judge, reader, " (at the parent's snapshot)"
+                )
+                return Verdict(False, "group_expired", text)
+    # the samples rows of the group's kept members (learners.dataset._trainable_rows)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for e in keep:
+        rows[e] = _rows(reader, "samples", e, ck.versions["samples"]).select(["problem"]).to_pylist()
+    own = rows[eid]
+    if not own:
+        return Verdict(False, "no_samples", SENTENCES["no_samples"])
+    problems = sorted({r["problem"] for r in own if r["problem"] is not None})
+    if problems:
+        return Verdict(False, problems[0], SENTENCES["problem"].format(problem=", ".join(problems)))
+    bad = {e: "no_samples" for e, rs in rows.items() if not rs}
+    bad |= {e: next(r["problem"] for r in rs if r["problem"]) for e, rs in rows.items() if any(
+        r["problem"] for r in rs)}  # fmt: skip
+    if bad:
+        return Verdict(
+            False, "partial_group", SENTENCES["partial_group"].format(group=group, lost=_partial(bad))
+        )
+    # the step's own filters (learners.trainer.train), group by group
+    max_lag = ck.metrics["selection"].get("max_policy_lag")
+    if max_lag is not None:
+        chain = _ancestors(by_id, parent_id)
+        late = {}
+        for e in keep:
+            pv = keep[e]["policy_version"] or ""
+            lag = chain.index(pv) if pv in chain else None
+            if lag is None or lag > max_lag:
+                late[e] = "not in the parent's lineage" if lag is None else f"{lag} versions"
+        if eid in late:
+            pv = keep[eid]["policy_version"] or ""
+            text = SENTENCES["policy_lag"].format(policy=pv, lag=late[eid], max=max_lag)
+            return Verdict(False, "policy_lag", text)
+        if late:
+            lost = _partial(dict.fromkeys(late, "policy_lag"))
+            return Verdict(False, "partial_group", SENTENCES["partial_group"].format(group=group, lost=lost))
+    excluded = ck.metrics.get("samples_excluded") or ck.metrics.get("skipped") or {}
+    if isinstance(excluded, dict) and excluded.get("token_out_of_vocab"):
+        raise Undetermined(
+            "token_out_of_vocab_unknown",
+            f"the step left {excluded['token_out_of_vocab']} samples out as token_out_of_vocab, and the "
+            "model's vocabulary size is not in the lake: whether this group was among them cannot be told",
+        )
+    rewards = [now.score[e] for e in keep]
+    if ck.arg("drop_zero_advantage_groups") and max(rewards) == min(rewards):
+        text = SENTENCES["zero_advantage_group"].format(group=group, reward=rewards[0])
+        return Verdict(False, "zero_advantage_group", text)
+    return Verdict(
+        True,
+        reward=now.score[eid],
+        advantage=advantage(rewards, now.score[eid], bool(ck.arg("scale_advantages"))),
+        sequences=len(own),
+        group={e: now.score[e] for e in sorted(keep)},
+        detail=f"trained on with {judge}'s reward, its group {group} of {len(keep)}",
+    )
+
+
+def _sentence(
+    reason: str, picked: Picked, ck: Lineage, eid: str, judge: str, reader: LakeReader, when: str = ""
+) -> str:
+    ep = picked.rows[eid]
+    group = group_key(ep)
+    if reason.startswith("status:"):
+        status = reason.removeprefix("status:")
+        return f"it ended {status}: only {', '.join(LEARNABLE)} episodes are learned from"
+    if reason == "outside_selection":
+        sel = ck.metrics["selection"]
+        parts = [f"{k} {', '.join(sel[k])}" for k in ("tasks", "families") if sel.get(k) is not None]
+        return SENTENCES[reason].format(selection="; ".join(parts))
+    if reason == "retracted":
+        hit = Retracted(tuple(_read(reader, "retractions", ck.versions.get("retractions")).to_pylist()))
+        rows = hit.hitting(ep, (ck.row["judge_name"], ck.row["judge_version"]))
+        return SENTENCES[reason].format(
+            retractions=", ".join(f"{r['retraction_id']}: {r['reason']}" for r in rows) or "?"
+        )
+    if reason == "partial_group":
+        # (a member outside the selection's scope, an eval episode, takes the group out too)
+        lost = {
+            e: picked.why[e]
+            for e in picked.groups.get(group, [])
+            if picked.why.get(e) not in (*_WAITING, "partial_group", "group_expired", "group_waiting")
+        }
+        return SENTENCES[reason].format(group=group, lost=_partial(lost) or "a member")
+    if reason == "group_expired":
+        wait = ck.metrics["selection"].get("max_group_wait_s")
+        return SENTENCES[reason].format(group=group, wait=f"{wait:g}" if wait is not None else "?", when=when)
+    if reason == "group_waiting":
+        members = picked.members.get(group, [])
+        open_ = [e for e in members if picked.why.get(e) in ("incomplete", "no_reward")]
+        size = picked.sizes.get(group)
+        parts = [f"{_partial({e: picked.why[e] for e in open_})}"] if open_ else []
+        if size and len(members) < size:
+            parts.append(f"{len(members)} of {size} attempts in the table")
+        return SENTENCES[reason].format(group=group, waiting="; ".join(parts) or "?")
+    return SENTENCES.get(reason, reason).format(judge=judge, group=group)
+
+
+# ------------------------------------------------------------------ the route
+
+
+def _sample(row: dict[str, Any]) -> TrainingSamplePublic:
+    mask, logprobs = row["response_mask"] or [], row["response_logprobs"] or []
+    own = [lp for m, lp in zip(mask, logprobs, strict=False) if m]
+    return TrainingSamplePublic(
+        sequence=row["sequence"],
+        start=row["start"],
+        first_seq=row["first_seq"],
+        last_seq=row["last_seq"],
+        num_calls=row["num_calls"],
+        problem=row["problem"],
+        group_id=row["group_id"],
+        policy_version=row["policy_version"],
+        temperature=row["temperature"],
+        top_p=row["top_p"],
+        top_k=row["top_k"],
+        prompt_tokens=len(row["prompt_ids"] or []),
+        response_tokens=len(row["response_ids"] or []),
+        loss_tokens=row["num_loss_tokens"],
+        mean_logprob=sum(own) / len(own) if own else None,
+    )
+
+
+def _summary(verdicts: list[TrainingVerdictPublic]) -> tuple[str | None, str]:
+    trained = [v.checkpoint_id for v in verdicts if v.trained]
+    if trained:
+        return None, f"trained on by {', '.join(trained)}"
+    if not verdicts:
+        return "not_read_yet", "no checkpoint's snapshot holds it yet"
+    for v in verdicts:  # newest first: the newest checkpoint that decided for itself
+        if v.trained is False and v.reason != "read_by_parent":
+            return v.reason, f"{v.checkpoint_id}: {v.detail}"
+    unknown = sorted({str(v.reason) for v in verdicts if v.trained is None})
+    which = (
+        "the checkpoint that read it"
+        if len(verdicts) == 1
+        else f"the {len(verdicts)} checkpoints that read it"
+    )
+    return None, f"whether {which} trained on it cannot be told ({', '.join(unknown)})"
+
+
+@router.get(
+    "/{episode_id}/training",
+    responses={404: {"description": "No such episode."}},
+)
+def episode_training(
+    reader: ReaderDep, episode_id: Annotated[str, Path(description="The episode.")]
+) -> EpisodeTrainingPublic:
+    """What the learner made of an episode: its sample rows, and each checkpoint that read it.
+
+    Each checkpoint whose pinned snapshot held the episode is answered with ``trained`` (true, false,
+    or null where the lake cannot say) and, when not, the learner's reason (``reward_error``,
+    ``partial_group``, ``group_waiting``, ``read_by_parent``, a sample's ``problem``,
+    ``zero_advantage_group``, ...); when trained, the reward its judge version gave and the
+    group-relative advantage. The checkpoints' datasets are recomputed from their lineage (the table
+    versions, judge and selection they recorded) by the learner's rules.
+    """
+    episodes = reader.snapshot("episodes")
+    if not filter_rows(episodes.table, {"episode_id": episode_id}).num_rows:
+        raise NotFoundError(f"no episode {episode_id!r} in the episodes table")
+    samples = reader.rows_where("samples", "episode_id", episode_id)
+    checkpoints = reader.snapshot("checkpoints")
+    retractions = reader.snapshot("retractions")
+    by_id = {r["checkpoint_id"]: Lineage.of(r) for r in checkpoints.table.to_pylist()}
+    ordered = sorted(by_id.values(), key=lambda c: (c.row["created_at"], c.id), reverse=True)
+    verdicts: list[TrainingVerdictPublic] = []
+    before = 0
+    for ck in ordered:
+        if not ck.row["lake_uri"] or "episodes" not in ck.versions:
+            before += 1  # trained on data from outside the lake (a warm start)
+            continue
+        v = checkpoint_verdict(reader, ck, by_id, episode_id)
+        if v is None:
+            before += 1
+            continue
+        verdicts.append(
+            TrainingVerdictPublic(
+                checkpoint_id=ck.id,
+                parent_id=ck.row["parent_id"],
+                created_at=ck.row["created_at"],
+                judge_name=ck.row["judge_name"],
+                judge_version=ck.row["judge_version"],
+                table_versions=ck.versions,
+                trained=v.trained,
+                reason=v.reason,
+                detail=v.detail,
+                reward=v.reward,
+                advantage=v.advantage,
+                sequences=v.sequences,
+                group_rewards=v.group,
+            )
+        )
+    reason, detail = _summary(verdicts)
+    episode = filter_rows(episodes.table, {"episode_id": episode_id}).to_pylist()[0]
+    judges = {
+        (r["judge_name"], r["judge_version"])
+        for r in filter_rows(reader.snapshot("rewards").table, {"episode_id": episode_id}).to_pylist()
+    }
+    hits = {
+        r["retraction_id"]: r
+        for j in judges | {("", None)}
+        for r in Retracted(tuple(retractions.table.to_pylist())).hitting(episode, j)
+    }
+    return EpisodeTrainingPublic(
+        versions=versions_of(episodes, samples, checkpoints, retractions),
+        episode_id=episode_id,
+        samples=[_sample(r) for r in samples.table.sort_by("sequence").to_pylist()],
+        trained_by=[v.checkpoint_id for v in verdicts if v.trained],
+        reason=reason,
+        detail=detail,
+        checkpoints=verdicts,
+        checkpoints_not_holding=before,
+        retractions=[
+            RetractionHitPublic(
+                retraction_id=r["retraction_id"],
+                scope=r["scope"],
+                target=r["target"],
+                reason=r["reason"],
+                retracted_by=r["retracted_by"],
+                retracted_at=r["retracted_at"],
+            )
+            for r in sorted(hits.values(), key=lambda r: r["retracted_at"])
+        ],  # fmt: skip
+    )
