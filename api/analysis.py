@@ -226,6 +226,34 @@ def episodes_with_verdict(rewards: pa.Table, judge: str, version: str, verdict: 
 # ------------------------------------------------------------------ failures
 
 
+def breakdown_rows(failures: pa.Table, episodes: pa.Table | None, filters: dict[str, str | None]) -> pa.Table:
+    """``failures`` with ``task_family`` joined from ``episodes``, restricted to ``filters``.
+
+    Args:
+        failures: failure rows (already restricted to one judge version).
+        episodes: the ``episodes`` snapshot (None: no ``family`` column or filter is needed).
+        filters: breakdown key -> the value its column must have (None: no filter on it).
+    """
+    wanted = {BREAKDOWN_COLUMNS[k]: v for k, v in filters.items() if v is not None}
+    table = failures
+    if episodes is not None and "task_family" not in table.schema.names:
+        table = table.join(
+            episodes.select(["episode_id", "task_family"]), keys="episode_id", join_type="left outer"
+        )
+    return filter_rows(table, wanted) if wanted else table
+
+
+def crosstab(rows: pa.Table, by: str, then: str) -> list[tuple[str | None, str | None, int]]:
+    """Failures per (``by``, ``then``) pair of :func:`breakdown_rows`, most first (then by names)."""
+    a, b = BREAKDOWN_COLUMNS[by], BREAKDOWN_COLUMNS[then]
+    if rows.num_rows == 0:
+        return []
+    grouped = rows.group_by([a, b]).aggregate([("episode_id", "count")])
+    triples = zip(grouped[a].to_pylist(), grouped[b].to_pylist(), grouped["episode_id_count"].to_pylist(),
+                  strict=True)  # fmt: skip
+    return sorted(triples, key=lambda t: (-t[2], t[0] is None, t[0] or "", t[1] is None, t[1] or ""))
+
+
 def breakdown(failures: pa.Table, by: str, episodes: pa.Table | None = None) -> list[tuple[str | None, int]]:
     """Failures per group, most first (then by group name; a null group last among equals).
 

@@ -228,14 +228,26 @@ class BreakdownGroupPublic(PublicModel):
     share: float = Field(description="count / total failures of the judge version.")
 
 
+class BreakdownCellPublic(PublicModel):
+    """Failures of one (``by``, ``then``) pair of groups."""
+
+    key: str | None
+    then: str | None
+    count: int
+    share: float
+
+
 class BreakdownPublic(LakeAnswer):
-    """Failures of one judge version per group."""
+    """Failures of one judge version per group (and per pair of groups with ``then``)."""
 
     judge: str | None
     judge_version: str | None
     by: str
-    total: int
+    then: str | None = None
+    filters: dict[str, str] = Field(default={}, description="The filters applied (breakdown key -> value).")
+    total: int = Field(description="Failures left by the filters.")
     groups: list[BreakdownGroupPublic]
+    cells: list[BreakdownCellPublic] = Field(default=[], description="Per (by, then) pair, most first.")
 
 
 class TaskCountPublic(PublicModel):

@@ -11,8 +11,10 @@ from api import analysis
 from api.analysis import (
     BreakdownKey,
     breakdown,
+    breakdown_rows,
     choose_judge,
     clusters,
+    crosstab,
     judge_versions,
     judged_by,
 )
@@ -29,6 +31,7 @@ from api.deps import (
 )
 from api.lake_reader import LakeReader, Snapshot, versions_of
 from api.models import (
+    BreakdownCellPublic,
     BreakdownGroupPublic,
     BreakdownPublic,
     ClusterPublic,
@@ -75,6 +78,13 @@ def failure_breakdown(
     by: Annotated[BreakdownKey, Query(description="Group by category, task, family or policy_version.")] = (
         "category"
     ),
+    then: Annotated[
+        BreakdownKey | None, Query(description="A second key: the counts per (by, then) pair too.")
+    ] = None,
+    category: Annotated[str | None, Query(description="Only failures of this category.")] = None,
+    family: Annotated[str | None, Query(description="Only failures of this task family.")] = None,
+    task_id: Annotated[str | None, Query(description="Only failures of this task.")] = None,
+    policy_version: Annotated[str | None, Query(description="Only failures of this policy version.")] = None,
     judge: JudgeName = None,
     judge_version: JudgeVersion = None,
     version: FailuresVersion = None,
@@ -86,29 +96,42 @@ def failure_breakdown(
     The judge defaults to the only one that scored episodes, its version to the
     latest seen (the version whose first reward is newest; with ``version`` set
     and ``rewards_version`` not, the latest among those the failures snapshot has).
-    ``family`` comes from the ``episodes`` table (at ``episodes_version``).
+    ``family`` comes from the ``episodes`` table (at ``episodes_version``). ``then`` adds the
+    counts per pair of keys (category x family, say); the filters restrict every count, the
+    shares are of the failures left.
     """
     failures, rewards, name, jv, rows = _judged_failures(
         reader, judge, judge_version, version, rewards_version
     )
     snaps = [failures, rewards]
+    filters = {"category": category, "family": family, "task": task_id, "policy_version": policy_version}
     episodes = None
-    if by == "family":
+    if "family" in (by, then) or family is not None:
         episodes = reader.snapshot("episodes", episodes_version)
         snaps.append(episodes)
-    groups = reader.derived(
+    key = (name, jv, None if episodes is None else episodes.version, tuple(sorted(filters.items(), key=str)))
+    selected = reader.derived(
         failures,
-        ("breakdown", name, jv, by, None if episodes is None else episodes.version),
-        lambda _: breakdown(rows, by, None if episodes is None else episodes.table),
+        ("breakdown_rows", *key),
+        lambda _: breakdown_rows(rows, None if episodes is None else episodes.table, filters),
     )
-    total = rows.num_rows
+    groups = reader.derived(failures, ("breakdown", by, *key), lambda _: breakdown(selected, by))
+    cells = (
+        reader.derived(failures, ("crosstab", by, then, *key), lambda _: crosstab(selected, by, then))
+        if then is not None
+        else []
+    )
+    total = selected.num_rows
     return BreakdownPublic(
         versions=versions_of(*snaps),
         judge=name,
         judge_version=jv,
         by=by,
+        then=then,
+        filters={k: v for k, v in filters.items() if v is not None},
         total=total,
         groups=[BreakdownGroupPublic(key=k, count=n, share=n / total) for k, n in groups],
+        cells=[BreakdownCellPublic(key=k, then=t, count=n, share=n / total) for k, t, n in cells],
     )
 
 

@@ -415,13 +415,58 @@ function pager(total, offset, limit, hrefAt) {
 
 // ------------------------------------------------------------------ failures dashboard
 
+const FILTER_KEYS = ["category", "task", "family", "policy_version"];
+const FILTER_PARAM = { category: "category", task: "task_id", family: "family", policy_version: "policy_version" };
+
+function crossTable(breakdown, route) {
+  // rows: the `by` groups in their order; columns: the `then` values, most failures first
+  const totals = new Map();
+  for (const c of breakdown.cells) totals.set(c.then, (totals.get(c.then) || 0) + c.count);
+  const columns = [...totals.keys()].sort(
+    (a, b) => totals.get(b) - totals.get(a) || String(a).localeCompare(String(b)),
+  );
+  const count = new Map(breakdown.cells.map((c) => [JSON.stringify([c.key, c.then]), c.count]));
+  const rows = breakdown.groups.map((g) =>
+    h(
+      "tr",
+      { dataset: { key: g.key ?? "(none)" } },
+      h("td", { class: "key" }, g.key ?? "(none)"),
+      columns.map((t) => {
+        const n = count.get(JSON.stringify([g.key, t]));
+        if (!n) return h("td", { class: "num muted" }, "·");
+        const narrowed = { then: null };
+        if (g.key !== null) narrowed[FILTER_PARAM[breakdown.by]] = g.key;
+        if (t !== null) narrowed[FILTER_PARAM[breakdown.then]] = t;
+        return h(
+          "td",
+          { class: "num" },
+          h("a", { href: withParams(route, narrowed), title: "only these failures" }, num(n)),
+        );
+      }),
+    ),
+  );
+  return h(
+    "div",
+    { class: "scroll" },
+    table(
+      [th(`${breakdown.by.replace("_", " ")} \\ ${breakdown.then.replace("_", " ")}`),
+       ...columns.map((t) => th(t ?? "(none)", "num"))],
+      rows,
+      { id: "crosstab", class: "crosstab" },
+    ),
+  );
+}
+
 async function failuresView(route) {
   const p = route.params;
   const by = p.get("by") || "category";
+  const then = p.get("then") || "";
   const judgeParams = { judge: p.get("judge"), judge_version: p.get("judge_version") };
+  const filters = {};
+  for (const k of FILTER_KEYS) if (p.get(FILTER_PARAM[k])) filters[FILTER_PARAM[k]] = p.get(FILTER_PARAM[k]);
   const [judges, breakdown, cases, tables] = await Promise.all([
     api("judges"),
-    api("failures/breakdown", { ...judgeParams, by }),
+    api("failures/breakdown", { ...judgeParams, ...filters, by, then: then || null }),
     api("failures/cases", { ...judgeParams, limit: 200 }),
     api("tables"),
   ]);
@@ -432,6 +477,21 @@ async function failuresView(route) {
     { id: "by", onchange: (e) => go({ by: e.target.value }) },
     ["category", "task", "family", "policy_version"].map((k) =>
       h("option", { value: k, selected: k === by }, k.replace("_", " ")),
+    ),
+  );
+  const thenSelect = h(
+    "select",
+    { id: "then", onchange: (e) => go({ then: e.target.value }) },
+    h("option", { value: "", selected: !then }, "—"),
+    FILTER_KEYS.filter((k) => k !== by).map((k) =>
+      h("option", { value: k, selected: k === then }, k.replace("_", " ")),
+    ),
+  );
+  const chips = Object.entries(breakdown.filters || {}).map(([k, v]) =>
+    h(
+      "a",
+      { class: "chip", href: withParams(route, { [FILTER_PARAM[k]]: null }), title: "remove this filter" },
+      `${k.replace("_", " ")}: ${v} ×`,
     ),
   );
   const under = breakdown.judge ? `${breakdown.judge} ${breakdown.judge_version}` : "no judge yet";
@@ -501,7 +561,9 @@ async function failuresView(route) {
         { class: "controls" },
         judgeControls(judges.judges, route, go, breakdown.judge_version),
         h("label", {}, "by ", bySelect),
+        h("label", {}, "then ", thenSelect),
       ),
+      chips.length ? h("p", { id: "filters", class: "chips" }, "only ", chips) : null,
       h(
         "p",
         { id: "breakdown-total" },
@@ -511,6 +573,7 @@ async function failuresView(route) {
         class: "bars",
         id: "breakdown",
       }),
+      then ? crossTable(breakdown, route) : null,
       versionsNote(breakdown.versions),
     ),
     h(

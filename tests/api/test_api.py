@@ -182,6 +182,27 @@ def test_failure_breakdown_counts_what_was_produced(client: TestClient, story_la
     unjudged = get(client, "/failures/breakdown", judge="-")
     assert (unjudged["judge_version"], groups(unjudged)) == ("-", [("tool_error", 1)])
 
+    # category x family: the counts per pair, and the filters
+    cross = get(client, "/failures/breakdown", by="category", then="family")
+    cells = [(c["key"], c["then"], c["count"]) for c in cross["cells"]]
+    assert cells == [("test_failure", "pyfix", 2), ("max_steps", "wordplay", 1),
+                     ("test_failure", "wordplay", 1), ("timeout", "wordplay", 1)]  # fmt: skip
+    assert groups(cross) == groups(latest) and cross["versions"]["episodes"] == 2
+    v1_cross = get(client, "/failures/breakdown", judge_version="v1", by="family", then="category")
+    for family, n in groups(by_family):  # every family's cells add up to its count
+        assert sum(c["count"] for c in v1_cross["cells"] if c["key"] == family) == n
+    pyfix = get(client, "/failures/breakdown", judge_version="v1", family="pyfix")
+    assert pyfix["total"] == 5 and pyfix["filters"] == {"family": "pyfix"}
+    assert groups(pyfix) == sorted(
+        [(c["then"], c["count"]) for c in v1_cross["cells"] if c["key"] == "pyfix"],
+        key=lambda kc: (-kc[1], kc[0]),
+    )
+    assert sum(g["share"] for g in pyfix["groups"]) == pytest.approx(1.0)
+    narrow = get(client, "/failures/breakdown", judge_version="v1", family="pyfix", policy_version="2",
+                 category="test_failure", by="task")  # fmt: skip
+    assert narrow["total"] == sum(n for _, n in groups(narrow)) and narrow["total"] <= 3
+    assert get(client, "/failures/breakdown", family="no-such-family")["groups"] == []
+
 
 def test_failure_clusters_group_by_error_signature(client: TestClient, story_lake: StoryLake) -> None:
     body = get(client, "/failures/clusters", judge_version="v1")

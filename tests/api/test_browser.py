@@ -669,3 +669,29 @@ def test_the_page_is_static_files_served_without_a_token_and_nothing_else(tmp_pa
             r = c.get(bad)
             assert r.status_code == 404 and r.json()["error"] == "not_found", bad
         assert c.get("/episodes").status_code == 401
+
+
+def test_the_dashboard_crosses_two_keys_and_a_cell_filters_to_its_failures(
+    open_page: Callable[..., Watched], served: Served
+) -> None:
+    from playwright.sync_api import expect
+
+    w = open_page()
+    page, n = w.page, served.copies
+    w.show("/failures?by=category&then=family", "failures")
+    cross = page.locator("#crosstab")
+    expect(cross.locator("thead th")).to_have_text(["category \\ family", "wordplay", "pyfix"])
+    row = cross.locator('tbody tr[data-key="test_failure"] td')
+    expect(row).to_have_text(["test_failure", str(n), str(2 * n)])
+    w.shot("crosstab")
+    row.nth(2).locator("a").click()  # test_failure x pyfix: only those failures
+    w.ready("failures")
+    expect(page).to_have_url(re.compile(r"category=test_failure"))
+    expect(page).to_have_url(re.compile(r"family=pyfix"))
+    expect(page.locator("#breakdown-total")).to_have_text(re.compile(rf"^{2 * n} failures under tests v2"))
+    expect(page.locator("#filters a.chip")).to_have_text(["category: test_failure ×", "family: pyfix ×"])
+    page.locator("#filters a.chip", has_text="family: pyfix").click()
+    w.ready("failures")
+    expect(page.locator("#filters a.chip")).to_have_text(["category: test_failure ×"])
+    expect(page.locator("#breakdown-total")).to_have_text(re.compile(rf"^{3 * n} failures under tests v2"))
+    w.assert_clean()
