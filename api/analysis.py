@@ -471,14 +471,35 @@ def verdict_diff(rewards: pa.Table, judge: str, from_version: str, to_version: s
 # ------------------------------------------------------------------ checkpoints
 
 
+JSON_DEPTH = 64
+"""Deepest nesting of lake JSON the API parses; deeper documents are answered as their text."""
+
+
+def _too_deep(value: Any, limit: int = JSON_DEPTH) -> bool:
+    """Whether a parsed JSON value nests lists or objects deeper than ``limit`` (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, list | dict):
+            if depth > limit:
+                return True
+            stack.extend((c, depth + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
 def parse_json(text: str | None) -> Any:
-    """JSON text of a table column, parsed (``None`` stays ``None``; invalid JSON stays text)."""
+    """JSON text of a table column, parsed (``None`` stays ``None``; invalid JSON stays text).
+
+    Lake JSON comes from outside (a policy's tool calls, an imported trajectory): a document
+    nested deeper than :data:`JSON_DEPTH` stays text too, instead of exhausting the parser's stack.
+    """
     if text is None:
         return None
     try:
-        return json.loads(text)
-    except ValueError:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
         return text
+    return text if _too_deep(value) else value
 
 
 def lineage(
@@ -518,22 +539,28 @@ def truncate(text: str | None, limit: int) -> tuple[str | None, bool]:
     return text[:limit], True
 
 
-def truncate_json(value: Any, limit: int, list_limit: int = 100) -> tuple[Any, bool]:
-    """A parsed JSON value with every string cut to ``limit`` and every list to ``list_limit`` items.
+def truncate_json(value: Any, limit: int, list_limit: int = 100, depth: int = JSON_DEPTH) -> tuple[Any, bool]:
+    """A parsed JSON value cut to size: strings, lists, objects and nesting.
+
+    Every string (object keys too) is cut to ``limit`` characters, every list and object to
+    ``list_limit`` items, and what nests below ``depth`` is replaced by ``"…"``.
 
     Returns:
         The value and whether anything was cut.
     """
     if isinstance(value, str):
         return truncate(value, limit)
+    if isinstance(value, list | dict) and depth <= 0:
+        return "…", True
     if isinstance(value, list):
-        items = [truncate_json(v, limit, list_limit) for v in value[:list_limit]]
+        items = [truncate_json(v, limit, list_limit, depth - 1) for v in value[:list_limit]]
         return [v for v, _ in items], len(value) > list_limit or any(c for _, c in items)
     if isinstance(value, dict):
-        cut = False
+        cut = len(value) > list_limit
         out = {}
-        for k, v in value.items():
-            out[k], c = truncate_json(v, limit, list_limit)
-            cut = cut or c
+        for k, v in list(value.items())[:list_limit]:
+            key, key_cut = truncate(k, limit)
+            out[key], c = truncate_json(v, limit, list_limit, depth - 1)
+            cut = cut or c or key_cut
         return out, cut
     return value, False

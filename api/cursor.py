@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
 
-from api.deps import Offset
+from api.deps import MAX_COUNT, Offset
 from api.errors import InvalidRequestError
 from schemas.tables import TABLES
 
@@ -71,11 +71,11 @@ def _decode(cursor: str) -> dict[str, Any]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         doc = json.loads(raw)
         versions, offset, fingerprint = doc["v"], doc["o"], doc["f"]
-        ok = (
+        ok = (  # the bounds of the parameters a cursor stands for
             isinstance(versions, dict)
-            and all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in versions.items())
+            and all(k in TABLES and type(v) is int and 0 <= v <= MAX_COUNT for k, v in versions.items())
             and type(offset) is int
-            and offset >= 0
+            and 0 <= offset <= MAX_COUNT
             and isinstance(fingerprint, str)
         )
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):

@@ -9,6 +9,8 @@ bounds and descriptions.
 from __future__ import annotations
 
 import hmac
+import types
+import typing
 from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
@@ -34,22 +36,35 @@ def get_reader(request: Request) -> LakeReader:
 
 ReaderDep = Annotated[LakeReader, Depends(get_reader)]
 
-_QUERY_NAMES: dict[int, frozenset[str]] = {}
+_QUERY_NAMES: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
 
 
-def _query_names(route: Any) -> frozenset[str]:
+def _is_sequence(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return True
+    unions = (typing.Union, types.UnionType)
+    return origin in unions and any(_is_sequence(a) for a in typing.get_args(annotation))
+
+
+def _query_names(route: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """The query parameters ``route`` takes, and those of them that take several values."""
     key = id(route)
     names = _QUERY_NAMES.get(key)
     if names is None:
         found: set[str] = set()
+        several: set[str] = set()
         pending = [getattr(route, "dependant", None)]
         while pending:  # the route's own parameters and those of every dependency it has
             dependant = pending.pop()
             if dependant is None:
                 continue
-            found.update(p.alias for p in getattr(dependant, "query_params", ()))
+            for p in getattr(dependant, "query_params", ()):
+                found.add(p.alias)
+                if _is_sequence(getattr(getattr(p, "field_info", None), "annotation", None)):
+                    several.add(p.alias)
             pending.extend(getattr(dependant, "dependencies", ()))
-        names = frozenset(found)
+        names = (frozenset(found), frozenset(several))
         _QUERY_NAMES[key] = names
     return names
 
@@ -63,7 +78,7 @@ def reject_unknown_params(request: Request) -> None:
     Raises:
         InvalidRequestError: a parameter the route does not declare; the message lists those it does.
     """
-    taken = _query_names(request.scope.get("route"))
+    taken, several = _query_names(request.scope.get("route"))
     unknown = sorted(set(request.query_params) - taken)
     if unknown:
         listed = ", ".join(sorted(taken)) or "none"
@@ -71,6 +86,12 @@ def reject_unknown_params(request: Request) -> None:
             f"unknown query parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: "
             f"{request.url.path} takes {listed}"
         )
+    # a parameter of one value given twice: the last would win silently, as a typo would
+    repeated = sorted(
+        {k for k in request.query_params if k not in several and len(request.query_params.getlist(k)) > 1}
+    )
+    if repeated:
+        raise InvalidRequestError(f"{', '.join(repeated)}: give each of these once (it takes one value)")
 
 
 _bearer = HTTPBearer(auto_error=False, description="The token the service was started with.")

@@ -95,6 +95,11 @@ class ApiMetrics:
         self.registry.register(_LakeCollector(reader))
 
 
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""Method label values; any other method a client sends is counted as ``other`` (every label
+value comes from a closed set, so no client can grow the label set)."""
+
+
 def _route_of(scope: Scope) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
@@ -134,5 +139,6 @@ class MetricsAndHead:
         finally:
             self.metrics.in_flight.dec()
             route = _route_of(scope)
-            self.metrics.requests.labels(method, route, str(status)).inc()
+            label = method if method in METHODS else "other"
+            self.metrics.requests.labels(label, route, str(status)).inc()
             self.metrics.latency.labels(route).observe(time.perf_counter() - start)

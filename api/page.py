@@ -35,9 +35,15 @@ CONTENT_SECURITY_POLICY = (
 """The page may load and call only the service that served it."""
 
 
+ASSETS: dict[str, Path] = {
+    p.name: p
+    for p in sorted(STATIC_DIR.iterdir())
+    if p.is_file() and not p.name.startswith(".") and p.suffix in MEDIA_TYPES
+}
+"""The page's files by name, listed once at import: a request names one of these or gets a 404
+(no request's name ever reaches the file system)."""
+
+
 def asset(name: str) -> Path | None:
-    """The file of the page named ``name`` (a plain name in :data:`STATIC_DIR`), or ``None``."""
-    if "/" in name or "\\" in name or name.startswith(".") or Path(name).suffix not in MEDIA_TYPES:
-        return None
-    path = STATIC_DIR / name
-    return path if path.is_file() else None
+    """The file of the page named ``name`` (one of :data:`ASSETS`), or ``None``."""
+    return ASSETS.get(name)

@@ -4,7 +4,10 @@ Public API: :class:`Lake` (create, open, time-travel, read, commit exactly once
 with the Kafka offsets as Delta ``txn`` actions), :func:`consistent_versions`
 (the versions of several tables that hold the same offsets), :func:`sql_literal`,
 the integrity check (:func:`check_lake`) and the row-set comparison of two
-lakes (:func:`diff_lakes`). Table names and schemas are :mod:`schemas.tables`.
+lakes (:func:`diff_lakes`). Which episodes a learner trains on is decided here
+too, once, for the learners and for the API that explains their choices
+(:mod:`lake.selection`: :func:`trainable`, :class:`Retracted`, :func:`group_advantages_np`).
+Table names and schemas are :mod:`schemas.tables`.
 Depends on ``schemas`` only; ``pipelines``, ``api``, ``learners`` and the CLI
 read and write tables through it (Spark maintenance aside).
 """
@@ -12,6 +15,7 @@ read and write tables through it (Spark maintenance aside).
 from lake.check import REBUILD, TableCheck, check_lake, check_table, damage_summary, refuse_damaged
 from lake.diff import TableDiff, diff_lakes
 from lake.errors import LakeDamagedError, LakeError, TableMissingError, VersionNotFoundError
+from lake.selection import Picked, Retracted, group_advantages_np, retractions_hitting, trainable
 from lake.store import (
     CONFLICT_PREFIX,
     PIPELINE_TABLES,
@@ -32,6 +36,8 @@ __all__ = [
     "LakeDamagedError",
     "LakeError",
     "OffsetRange",
+    "Picked",
+    "Retracted",
     "TableCheck",
     "TableDiff",
     "TableHandle",
@@ -44,6 +50,9 @@ __all__ = [
     "consistent_versions",
     "damage_summary",
     "diff_lakes",
+    "group_advantages_np",
     "refuse_damaged",
+    "retractions_hitting",
     "sql_literal",
+    "trainable",
 ]

@@ -8,14 +8,14 @@ the chosen judge version gave its episode and the episode's group for group-rela
 advantages. ``episodes`` and ``rewards`` (small) select the trainable episodes;
 ``samples`` is then read with column and filter pushdown, at exactly the pinned
 versions, so rows appended later are not seen and no JSON payload is decoded.
-``infra_error`` and ``aborted`` episodes never reach the loss. Incremental: given
+``infra_error`` and ``aborted`` episodes never reach the loss. The selection rules are
+:func:`lake.selection.trainable`, shared with the query API that explains them. Incremental: given
 the versions a parent checkpoint was trained on, only episodes that became
 trainable since are read.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,13 +27,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lake import Lake, consistent_versions, sql_literal
+from lake.selection import (
+    EPISODE_COLUMNS,
+    REWARD_COLUMNS,
+    TABLES_READ,
+    Picked,
+    Retracted,
+    group_advantages_np,
+    trainable,
+)
 from learners.metrics import record_excluded
-from learners.retractions import Retracted, read_retracted
+from learners.retractions import read_retracted
 from learners.tokenizer import CharTokenizer
 
-TABLES_READ = ("episodes", "rewards", "samples")
-LEARNABLE = ("success", "failure", "truncated")
-"""Episode statuses a learner may learn from (never ``infra_error`` or ``aborted``)."""
 TRAIN_COLUMNS = (
     "episode_id", "sequence", "start", "num_calls", "problem", "temperature", "prompt_ids", "response_ids",
     "response_mask", "response_logprobs",
@@ -273,154 +279,20 @@ def pinned_versions(
     return {**found, **{n: int(v) for n, v in (versions or {}).items() if n in TABLES_READ}}
 
 
-_EPISODE_COLUMNS = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status",
-                    "completeness", "group_size", "started_at", "ended_at", "source",
-                    "task_version")  # fmt: skip
-
-
-def _seconds(column: pa.ChunkedArray) -> list[float | None]:
-    """A timestamp column as epoch seconds, none later than the reader's clock.
-
-    (A time in the future is not a time yet: an event stamped ahead by a skewed or forged clock
-    cannot make a group look as if it had waited for hours.)
-    """
-    cap = time.time()
-    return [None if v is None else min(v / 1e6, cap) for v in pc.cast(column, pa.int64()).to_pylist()]
-
-
-_WAITING = (None, "incomplete", "no_reward")
-"""An episode's exclusion while its group waits for it (``None``: not excluded)."""
-
-
-def _trainable(
+def _picked(
     episodes: pa.Table,
     rewards: pa.Table,
     spec: DatasetSpec,
     judge_version: str | None,
-    excluded: dict[str, str] | None = None,
-    retracted: Retracted | None = None,
-    eval_tasks: frozenset[str] = frozenset(),
-) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
-    """The episodes a learner may train on in one snapshot, with their scores.
-
-    An episode is trainable when it passes the spec's filters, ended with a
-    learnable status, is complete, and the chosen judge version scored it with
-    a verdict other than ``error``; a group is trainable only whole: while one
-    of its episodes is not (yet) complete or scored, or fewer episodes than the
-    group size its rollout recorded are in the table, the group waits, for at
-    most ``spec.max_group_wait_s`` after its first member ended; then it is
-    dropped (``group_expired``), in this snapshot and every later one. A group
-    one of whose episodes is left out for good (a ``gap``, a status such as
-    ``infra_error``, a ``reward_error``) is dropped whole: that episode counts
-    under its own reason, each other member under ``partial_group``.
-    """
-    why: dict[str, str] = excluded if excluded is not None else {}
-
-    def values(c: str) -> list[Any]:
-        col = episodes.column(c)
-        if pa.types.is_timestamp(col.type):  # as epoch seconds: datetime objects cost more than the rest
-            return _seconds(col)
-        return list(col.to_pylist())
-
-    rows = [dict(zip(_EPISODE_COLUMNS, r, strict=True)) for r in zip(*(values(c) for c in _EPISODE_COLUMNS))]
-    scored: dict[str, tuple[float, str, float]] = {}
-    r = rewards.filter(pc.equal(rewards.column("judge_name"), spec.judge_name))
-    for eid, version, value, verdict, at, source in zip(
-        r.column("episode_id").to_pylist(), r.column("judge_version").to_pylist(),
-        r.column("score").to_pylist(), r.column("verdict").to_pylist(), _seconds(r.column("ts")),
-        r.column("source").to_pylist(), strict=True,
-    ):  # fmt: skip
-        if version == judge_version:
-            # an online reward is the last step of an episode becoming trainable; a re-judge
-            # scores old episodes later by design, so its time is not a member being late
-            scored[eid] = (float(value), verdict, (at or 0.0) if source == "online" else 0.0)
-    keep: dict[str, dict[str, Any]] = {}
-    score: dict[str, float] = {}
-    pending_groups: set[str] = set()
-    members: Counter[str] = Counter()
-    sizes: dict[str, int] = {}
-    first_end: dict[str, float] = {}
-    whole_at: dict[str, float] = {}  # when the group's last member was ended and scored
-    in_scope: dict[str, list[str]] = {}
-    for ep in rows:
-        if ep["source"] == "eval" or ep["task_id"] in eval_tasks:
-            # an evaluation run's episode, or any episode of a task admission put in the eval split
-            # (whatever its worker wrote on it): measured on, never trained on
-            why[ep["episode_id"]] = "eval"
-            continue
-        if spec.task_ids is not None and ep["task_id"] not in spec.task_ids:
-            continue
-        if spec.families is not None and ep["task_family"] not in spec.families:
-            continue
-        if spec.policy_versions is not None and ep["policy_version"] not in spec.policy_versions:
-            continue
-        group = ep["group_id"] or ep["episode_id"]
-        members[group] += 1
-        in_scope.setdefault(group, []).append(ep["episode_id"])
-        if ep["ended_at"] is not None:
-            t = ep["ended_at"]
-            first_end[group] = min(first_end.get(group, t), t)
-            done = max(t, scored[ep["episode_id"]][2]) if ep["episode_id"] in scored else t
-            whole_at[group] = max(whole_at.get(group, done), done)
-        if ep.get("group_size"):
-            sizes[group] = max(sizes.get(group, 0), int(ep["group_size"]))
-        if retracted and retracted.hits(ep, (spec.judge_name, judge_version)):
-            why[ep["episode_id"]] = "retracted"  # taken out of training: its group goes with it
-            continue
-        if ep["completeness"] == "gap":
-            why[ep["episode_id"]] = "gap"  # events lost for good (quarantined): never whole, never waited for
-            continue
-        if ep["completeness"] != "complete" or ep["status"] is None or ep["status"] == "open":
-            pending_groups.add(group)  # the group is trained once it is whole
-            why[ep["episode_id"]] = "incomplete"
-            continue
-        if ep["status"] not in LEARNABLE:
-            why[ep["episode_id"]] = f"status:{ep['status']}"
-            continue
-        if ep["episode_id"] not in scored:
-            pending_groups.add(group)
-            why[ep["episode_id"]] = "no_reward"
-            continue
-        value, verdict, _ = scored[ep["episode_id"]]
-        if verdict == "error":
-            why[ep["episode_id"]] = "reward_error"  # the judge failed: no signal about the policy
-            continue
-        keep[ep["episode_id"]] = ep
-        score[ep["episode_id"]] = value
-    # a group that lost a member for good (a gap, an unlearnable status, a judge error) is never
-    # trained: its baseline over the survivors would not be the group's
-    lost = {
-        ep["group_id"] or ep["episode_id"] for ep in rows if why.get(ep["episode_id"]) not in _WAITING
-    } & in_scope.keys()
-    for g in lost:
-        for eid in in_scope[g]:
-            if eid in keep:
-                why[eid] = "partial_group"
-                del keep[eid], score[eid]
-    pending_groups -= lost  # nothing to wait for: the group is dropped whole
-    # a group whose recorded size is not reached yet has members that have not even started
-    pending_groups |= {g for g, n in sizes.items() if members[g] < n and g not in lost}
-    expired: set[str] = set()
-    if spec.max_group_wait_s is not None:
-        # the snapshot's own clock: its newest episode time or reward
-        clock = [t for t in (*(ep["started_at"] for ep in rows), *(ep["ended_at"] for ep in rows)) if t]
-        clock += [at for _, _, at in scored.values()]
-        now = max(clock, default=0.0)
-        for g, t0 in first_end.items():
-            # still waiting too long, or whole only thanks to a member that ended or was scored too late
-            done = whole_at[g] if g not in pending_groups else max(now, t0)
-            if done - t0 > spec.max_group_wait_s:
-                expired.add(g)
-    for g in expired:
-        for eid in in_scope[g]:
-            if eid in keep or why.get(eid) in ("incomplete", "no_reward"):
-                why[eid] = "group_expired"
-                keep.pop(eid, None)
-                score.pop(eid, None)
-    for eid in [e for e, ep in keep.items() if (ep["group_id"] or e) in pending_groups]:
-        why[eid] = "group_waiting"
-        del keep[eid], score[eid]
-    return keep, score
+    retracted: Retracted,
+    eval_tasks: frozenset[str],
+) -> Picked:
+    """The spec's episode selection of one snapshot (:func:`lake.selection.trainable`)."""
+    return trainable(
+        episodes, rewards, judge_name=spec.judge_name, judge_version=judge_version, task_ids=spec.task_ids,
+        families=spec.families, policy_versions=spec.policy_versions, max_group_wait_s=spec.max_group_wait_s,
+        retracted=retracted, eval_tasks=eval_tasks,
+    )  # fmt: skip
 
 
 def _most_common_judge_version(
@@ -466,9 +338,8 @@ def _eval_tasks(lk: Lake, version: int | None) -> frozenset[str]:
 
 def _rewards(lk: Lake, version: int, judge_name: str) -> pa.Table:
     """The judge's rewards at ``version``, only the columns selection reads."""
-    columns = ("episode_id", "judge_name", "judge_version", "score", "verdict", "ts", "source")
     return lk.read(
-        "rewards", version=version, where=f"judge_name = {sql_literal(judge_name)}", columns=columns
+        "rewards", version=version, where=f"judge_name = {sql_literal(judge_name)}", columns=REWARD_COLUMNS
     )
 
 
@@ -482,7 +353,7 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
     """
     lk = Lake(spec.lake, spec.storage_options)
     versions = pinned_versions(spec.lake, spec.versions, spec.storage_options)
-    episodes = lk.read("episodes", version=versions["episodes"], columns=_EPISODE_COLUMNS)
+    episodes = lk.read("episodes", version=versions["episodes"], columns=EPISODE_COLUMNS)
     rewards = _rewards(lk, versions["rewards"], spec.judge_name)
     skipped: Counter[str] = Counter()
     # the retractions and the task splits in the snapshot: pinned with the rest (a lineage from
@@ -498,21 +369,21 @@ def load_samples(spec: DatasetSpec) -> SampleSet:
         versions = {**versions, "tasks": int(tasks_version)}
     eval_tasks = _eval_tasks(lk, tasks_version)
     judge_version = spec.judge_version or _most_common_judge_version(episodes, rewards, spec, eval_tasks)
-    excluded: dict[str, str] = {}
-    keep, score = _trainable(episodes, rewards, spec, judge_version, excluded, retracted, eval_tasks)
+    now = _picked(episodes, rewards, spec, judge_version, retracted, eval_tasks)
+    keep, score, excluded = now.keep, now.score, now.why
     if spec.since and "episodes" in spec.since:
-        before_eps = lk.read("episodes", version=spec.since["episodes"], columns=_EPISODE_COLUMNS)
+        before_eps = lk.read("episodes", version=spec.since["episodes"], columns=EPISODE_COLUMNS)
         before_rw = (
             _rewards(lk, spec.since["rewards"], spec.judge_name)
             if "rewards" in spec.since
             else rewards.slice(0, 0)
         )
-        excluded_before: dict[str, str] = {}
-        trained, _ = _trainable(
-            before_eps, before_rw, spec, spec.since_judge_version or judge_version, excluded_before,
+        before = _picked(
+            before_eps, before_rw, spec, spec.since_judge_version or judge_version,
             read_retracted(lk, spec.since.get("retractions")),
             _eval_tasks(lk, spec.since.get("tasks")),
         )  # fmt: skip
+        trained, excluded_before = before.keep, before.why
         for eid in list(keep):
             # trained then, or dropped for good then (an expired group stays dropped)
             if eid in trained or excluded_before.get(eid) == "group_expired":
@@ -767,25 +638,3 @@ def truncated(data: SampleSet, max_len: int) -> int:
         return 0
     full = _list_parts(data.table.column("prompt_ids"))[1] + _list_parts(data.table.column("response_ids"))[1]
     return int((full > max_len).sum())
-
-
-def group_advantages_np(
-    rewards: np.ndarray, groups: np.ndarray, eps: float = 1e-6, *, scale: bool = True
-) -> np.ndarray:
-    """(r - mean_g) / (std_g + eps) per group, population std; constant groups get 0 (numpy, vectorised).
-
-    ``scale=False``: ``r - mean_g`` only (Dr. GRPO).
-    """
-    if not len(rewards):
-        return np.zeros(0, dtype=np.float64)
-    r = np.asarray(rewards, dtype=np.float64)
-    _, g = np.unique(groups, return_inverse=True)
-    count = np.bincount(g)
-    mean = np.bincount(g, weights=r) / count
-    var = np.bincount(g, weights=(r - mean[g]) ** 2) / count
-    lo = np.full(len(count), np.inf)
-    hi = np.full(len(count), -np.inf)
-    np.minimum.at(lo, g, r)
-    np.maximum.at(hi, g, r)
-    adv = (r - mean[g]) / (np.sqrt(var)[g] + eps) if scale else r - mean[g]
-    return np.where((hi == lo)[g], 0.0, adv)

@@ -8,59 +8,18 @@ episode scored by a retracted judge version when that is the dataset's judge;
 a group that loses a member this way is dropped whole (``partial_group``), as
 for any member lost for good. :func:`impacted_checkpoints` recomputes, from
 each checkpoint's pinned lineage, what it trained on, and names those that
-trained on retracted data and every checkpoint descending from them.
+trained on retracted data and every checkpoint descending from them. What a retraction
+matches is :class:`lake.selection.Retracted`, shared with the query API.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lake import Lake
-
-
-@dataclass(frozen=True)
-class Retracted:
-    """What a set of retractions takes out of training."""
-
-    episodes: frozenset[str] = frozenset()
-    groups: frozenset[str] = frozenset()
-    task_versions: frozenset[tuple[str, str]] = frozenset()
-    judges: frozenset[tuple[str, str]] = frozenset()
-
-    @classmethod
-    def of(cls, rows: list[Mapping[str, Any]]) -> Retracted:
-        """From ``retractions`` rows."""
-
-        def split(target: str) -> tuple[str, str]:
-            name, _, version = target.rpartition("@")
-            return name, version
-
-        by = {
-            s: [r["target"] for r in rows if r["scope"] == s]
-            for s in ("episode", "group", "task_version", "judge_version")
-        }
-        return cls(
-            episodes=frozenset(by["episode"]),
-            groups=frozenset(by["group"]),
-            task_versions=frozenset(split(t) for t in by["task_version"]),
-            judges=frozenset(split(t) for t in by["judge_version"]),
-        )
-
-    def __bool__(self) -> bool:
-        return bool(self.episodes or self.groups or self.task_versions or self.judges)
-
-    def hits(self, episode: Mapping[str, Any], judge: tuple[str, str | None]) -> bool:
-        """Whether an ``episodes`` row scored by ``judge`` (name, version) is retracted."""
-        return (
-            episode["episode_id"] in self.episodes
-            or (episode.get("group_id") or "") in self.groups
-            or (episode.get("task_id"), episode.get("task_version")) in self.task_versions
-            or judge in self.judges
-        )
+from lake.selection import Retracted
 
 
 def read_retracted(lake: Lake, version: int | None) -> Retracted:
@@ -125,7 +84,8 @@ def impacted_checkpoints(lake_root: str | Path, retraction_id: str) -> list[dict
             direct[ck["checkpoint_id"]] = hit
     out = []
     for ck in sorted(checkpoints.values(), key=lambda r: r["created_at"]):
-        chain, cur = [], ck
+        chain: list[str] = []
+        cur: dict[str, Any] | None = ck
         while cur is not None and cur["checkpoint_id"] not in direct:
             chain.append(cur["checkpoint_id"])
             cur = checkpoints.get(cur["parent_id"] or "")

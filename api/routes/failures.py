@@ -29,6 +29,7 @@ from api.deps import (
     ReaderDep,
     RewardsVersion,
 )
+from api.errors import InvalidRequestError
 from api.lake_reader import LakeReader, Snapshot, versions_of
 from api.models import (
     BreakdownCellPublic,
@@ -100,6 +101,8 @@ def failure_breakdown(
     counts per pair of keys (category x family, say); the filters restrict every count, the
     shares are of the failures left.
     """
+    if then == by:
+        raise InvalidRequestError(f"then: give a key other than by ({by}), or leave it out")
     failures, rewards, name, jv, rows = _judged_failures(
         reader, judge, judge_version, version, rewards_version
     )

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 from fastapi import APIRouter, Request
 
 from api.deps import ReaderDep
 from api.lake_reader import versions_of
-from api.platform import PlatformPublic, prometheus_health, quarantine_health
+from api.platform import FRESH_S, PlatformPublic, prometheus_health, quarantine_health
 from schemas.tables import TABLES
 
 router = APIRouter(prefix="/platform", tags=["platform"])
+
+_LOCK = threading.Lock()
 
 
 @router.get("")
@@ -26,8 +31,12 @@ def platform(reader: ReaderDep, request: Request) -> PlatformPublic:
         if name not in versions and not reader.problems(name):
             versions[name] = reader.latest(name)
     url: str | None = request.app.state.prometheus_url
-    return PlatformPublic(
-        versions=versions,
-        quarantine=quarantine_health(quarantine.table),
-        prometheus=None if url is None else prometheus_health(url),
-    )
+    panel = None
+    if url is not None:  # one reading per FRESH_S for all readers
+        with _LOCK:
+            at, cached = getattr(request.app.state, "prometheus_reading", (0.0, None))
+            if cached is None or time.monotonic() - at > FRESH_S:
+                cached = prometheus_health(url)
+                request.app.state.prometheus_reading = (time.monotonic(), cached)
+            panel = cached
+    return PlatformPublic(versions=versions, quarantine=quarantine_health(quarantine.table), prometheus=panel)

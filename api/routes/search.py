@@ -1,13 +1,13 @@
 """``/search``: episodes whose ids, task, instruction, completions or tool outputs contain a text.
 
-The text searched is a corpus of (episode, step, field, text) rows, built once per
-table version and kept in the reader's cache of derived values: the ``steps``
-table's ``text`` column of model calls (the completion), tool calls (the
-arguments), tool results (stdout and stderr) and annotations, read alone from the
-Delta files (never the payloads of every step); each episode's id, task and family
-(``episodes``); and its instruction, from the task's spec (``tasks``) or, for an
-imported episode, ``episode_started``'s ``metadata.instruction``. A query is one
-case-insensitive substring match over that corpus (``pyarrow.compute``).
+What is searched: the ``steps`` table's ``text`` column of model calls (the completion), tool
+calls (the arguments), tool results (stdout and stderr) and annotations; each episode's id, task
+and family (``episodes``); and its instruction, from the task's spec (``tasks``) or, for an
+imported episode, ``episode_started``'s ``metadata.instruction``. A query is a case-insensitive
+substring match (``pyarrow.compute``). The steps are scanned in batches, reading four columns,
+and only where the query matched is kept (per steps version and query, in the reader's cache of
+derived values, so the pages of one search scan once); the texts of the page's hits are read
+again for their snippets. The episodes' and instructions' text is small and kept per version.
 """
 
 from __future__ import annotations
@@ -86,23 +86,84 @@ def _string_at(document: str, *path: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def step_corpus(reader: LakeReader, version: int | None) -> pa.Table:
-    """The searchable text of every step at ``version`` of ``steps`` (and imported instructions)."""
+HITS = pa.schema(
+    [pa.field("episode_id", pa.string()), pa.field("seq", pa.int64()), pa.field("field", pa.string())]
+)
+"""Where a query matched a step (the text itself is read again for the page's snippets only)."""
+
+BATCH_ROWS = 1 << 16
+"""Rows of ``steps`` matched at a time: a search holds one batch and its hits, never the table."""
+
+
+def _dataset(reader: LakeReader, version: int) -> Any:
+    try:
+        return reader.lake.table("steps", version).to_pyarrow_dataset()
+    except (LakeError, OSError) as exc:
+        raise LakeUnavailableError(f"version {version} of table steps cannot be read: {exc}") from exc
+
+
+def step_hits(reader: LakeReader, version: int | None, q: str) -> pa.Table:
+    """Every step at ``version`` whose searched text contains ``q`` (case-insensitive): :data:`HITS` rows.
+
+    The ``steps`` table is scanned in batches of :data:`BATCH_ROWS` rows, reading its
+    ``episode_id``, ``seq``, ``type`` and ``text`` columns only; what is kept is where it matched.
+    """
     if version is None:
-        return CORPUS.empty_table()
-    types = ", ".join(f"'{t}'" for t in STEP_FIELDS)
-    steps = _read(reader, "steps", version, f"type IN ({types})", ["episode_id", "seq", "type", "text"])
+        return HITS.empty_table()
+    types = pa.array(list(STEP_FIELDS), pa.string())
+    names = pa.array(list(STEP_FIELDS.values()), pa.string())
     parts = []
-    for type_, field in STEP_FIELDS.items():
-        rows = steps.filter(pc.equal(steps["type"], type_))
-        parts.append(_corpus(rows["episode_id"], rows["seq"], field, rows["text"]))
-    # an importer keeps the instruction in episode_started's metadata: parse only those payloads
-    started = _read(reader, "steps", version, "type = 'episode_started'", ["episode_id", "payload"])
+    batches = _dataset(reader, version).to_batches(
+        columns=["episode_id", "seq", "type", "text"], batch_size=BATCH_ROWS
+    )
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        # (delta-rs hands strings as views: cast before comparing with plain strings)
+        kind = pc.index_in(batch.column("type").cast(pa.string()), value_set=types)
+        found = pc.and_kleene(
+            pc.is_valid(kind), pc.match_substring(batch.column("text").cast(pa.string()), q, ignore_case=True)
+        )
+        hit = batch.filter(found)
+        if hit.num_rows:
+            parts.append(pa.Table.from_arrays(
+                [hit.column("episode_id").cast(pa.string()), hit.column("seq").cast(pa.int64()),
+                 pc.take(names, pc.filter(kind, found))], schema=HITS,
+            ))  # fmt: skip
+    return pa.concat_tables(parts).combine_chunks() if parts else HITS.empty_table()
+
+
+def instruction_corpus(reader: LakeReader, version: int | None, imported: pa.Array) -> pa.Table:
+    """The instructions imported episodes carry in ``episode_started``'s metadata (:data:`CORPUS` rows).
+
+    Only the ``episode_started`` rows of ``imported`` episodes are read (a rollout's instruction
+    is its task's, searched from ``tasks``).
+    """
+    if version is None or len(imported) == 0:
+        return CORPUS.empty_table()
+    ids = ", ".join("'" + str(e).replace("'", "''") + "'" for e in imported.to_pylist())
+    started = _read(reader, "steps", version, f"type = 'episode_started' AND episode_id IN ({ids})",
+                    ["episode_id", "payload"])  # fmt: skip
     started = started.filter(pc.match_substring(started["payload"], '"instruction"'))
-    if started.num_rows:
-        texts = [_string_at(p, "metadata", "instruction") for p in started["payload"].to_pylist()]
-        parts.append(_corpus(started["episode_id"], None, "instruction", pa.array(texts, pa.string())))
-    return pa.concat_tables(parts).combine_chunks()
+    if not started.num_rows:
+        return CORPUS.empty_table()
+    texts = [_string_at(p, "metadata", "instruction") for p in started["payload"].to_pylist()]
+    return _corpus(started["episode_id"], None, "instruction", pa.array(texts, pa.string()))
+
+
+def _texts(reader: LakeReader, version: int | None, hits: pa.Table) -> dict[tuple[str, int], str]:
+    """The text of each step hit of one page (one read, pruned by its episodes)."""
+    if version is None or not hits.num_rows:
+        return {}
+    wanted = set(zip(hits["episode_id"].to_pylist(), hits["seq"].to_pylist(), strict=True))
+    ids = ", ".join("'" + e.replace("'", "''") + "'" for e in sorted({e for e, _ in wanted}))
+    rows = _read(reader, "steps", version, f"episode_id IN ({ids})", ["episode_id", "seq", "text"])
+    out = {}
+    for e, s, t in zip(rows["episode_id"].to_pylist(), rows["seq"].to_pylist(), rows["text"].to_pylist(),
+                       strict=True):  # fmt: skip
+        if (e, s) in wanted and t is not None:
+            out[(e, s)] = t
+    return out
 
 
 def episode_corpus(episodes: pa.Table, tasks: pa.Table) -> pa.Table:
@@ -143,7 +204,7 @@ _FIELD_ORDER = {"episode_id": 0, "task_id": 1, "task_family": 2, "instruction": 
 
 
 def _hits_of_page(
-    hits: pa.Table, page_ids: list[str], q: str, max_hits: int
+    hits: pa.Table, page_ids: list[str], q: str, max_hits: int, texts: Any
 ) -> dict[str, list[SearchHitPublic]]:
     mine = hits.filter(pc.is_in(hits["episode_id"], value_set=pa.array(page_ids, pa.string())))
     # episode fields (seq null) first, then steps in order; at most max_hits per episode
@@ -156,6 +217,12 @@ def _hits_of_page(
         if count[eid] <= max_hits:
             picked.append(i)
     rows = mine.take(pa.array(picked, pa.int64())).to_pylist()
+    steps = [r for r in rows if r["text"] is None and r["seq"] is not None]
+    found = (
+        texts(pa.Table.from_pylist(steps, schema=HITS.append(pa.field("text", pa.string())))) if steps else {}
+    )
+    for r in steps:
+        r["text"] = found.get((r["episode_id"], r["seq"]), "")
     rows.sort(
         key=lambda r: (r["episode_id"], r["seq"] is not None, r["seq"] or 0, _FIELD_ORDER.get(r["field"], 9))
     )
@@ -193,15 +260,28 @@ def search(
     episodes = reader.snapshot("episodes", page.pin("episodes", version))
     tasks = reader.snapshot("tasks", page.pin("tasks", None))
     resolved = reader.resolve("steps", page.pin("steps", steps_version))
-    steps = Snapshot("steps", resolved, CORPUS.empty_table())
-    # (a stand-in for the steps snapshot: its version keys the cached corpus, which reads two
-    # columns of the table itself rather than the whole table with every payload)
-    by_step = reader.derived(steps, "search_corpus", lambda _: step_corpus(reader, resolved))
+    steps = Snapshot("steps", resolved, HITS.empty_table())
+    # (a stand-in for the steps snapshot: its version keys what is derived from it; the table
+    # itself is scanned in batches, never held)
     by_episode = reader.derived(
         episodes, ("search_corpus", tasks.version), lambda t: episode_corpus(t, tasks.table)
     )
-    corpus = pa.concat_tables([by_episode, by_step])
-    hits = corpus.filter(pc.match_substring(corpus["text"], q, ignore_case=True))
+    imported = reader.derived(
+        episodes,
+        "imported",
+        lambda t: t.filter(pc.equal(t["source"], "import"))["episode_id"].combine_chunks(),
+    )
+    by_instruction = reader.derived(
+        steps,
+        ("search_instructions", episodes.version),
+        lambda _: instruction_corpus(reader, resolved, imported),
+    )
+    corpus = pa.concat_tables([by_episode, by_instruction])
+    in_steps = reader.derived(steps, ("search", q.lower()), lambda _: step_hits(reader, resolved, q))
+    hits = pa.concat_tables([
+        corpus.filter(pc.match_substring(corpus["text"], q, ignore_case=True)),
+        in_steps.append_column("text", pa.nulls(in_steps.num_rows, pa.string())),
+    ])  # fmt: skip
     matching_ids = pc.unique(hits["episode_id"])
     ordered = reader.derived(episodes, "newest_first", newest_first)
     matching = ordered.filter(pc.is_in(ordered["episode_id"], value_set=matching_ids))
@@ -212,7 +292,13 @@ def search(
     if rows:
         grouped = hits.group_by("episode_id").aggregate([("field", "count")])
         counts = dict(zip(grouped["episode_id"].to_pylist(), grouped["field_count"].to_pylist(), strict=True))
-    per_episode = _hits_of_page(hits, [r["episode_id"] for r in rows], q, max_hits) if rows else {}
+    per_episode = (
+        _hits_of_page(
+            hits, [r["episode_id"] for r in rows], q, max_hits, lambda h: _texts(reader, resolved, h)
+        )
+        if rows
+        else {}
+    )
     versions = versions_of(episodes, steps, tasks)
     return SearchPublic(
         versions=versions,

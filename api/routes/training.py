@@ -6,18 +6,23 @@ version of every table its dataset read, its judge name and version, its parent,
 list of episodes. So the answer recomputes each checkpoint's dataset for this one episode from the
 tables at the versions the checkpoint pinned, by the learner's own rules:
 
-1. the episode selection of ``learners.dataset._trainable`` (eval split and eval runs, the
-   selection's tasks and families, retractions, lost events, open episodes, unlearnable statuses,
-   missing or ``error`` rewards, groups trained only whole, waiting at most ``max_group_wait_s``
-   of log time), mirrored here rule for rule because the API may import only ``lake`` and
-   ``schemas`` (``tests/test_dependency_rule.py``); ``tests/api/test_training_view.py`` checks
-   the mirror against the learner's own ``train`` on a lake built by the pipeline;
+1. the episode selection (eval split and eval runs, the selection's tasks and families,
+   retractions, lost events, open episodes, unlearnable statuses, missing or ``error`` rewards,
+   groups trained only whole, waiting at most ``max_group_wait_s`` of log time): the learner's own
+   :func:`lake.selection.trainable`, which ``learners.dataset`` selects its data with and which
+   lives in ``lake`` because the API may import only ``lake`` and ``schemas``
+   (``tests/test_dependency_rule.py``); likewise the retraction matching
+   (:class:`lake.selection.Retracted`) and the group-relative advantage
+   (:func:`lake.selection.group_advantages_np`). ``tests/api/test_training_view.py`` checks the
+   answer against the learner's own ``train`` on a lake built by the pipeline;
 2. an incremental step's ``since``: what its parent's snapshot held trainable already is not read
    again (``read_by_parent``);
 3. the ``samples`` rows (``learners.dataset._trainable_rows``): a row with a ``problem``, or an
    episode without rows, takes its group out;
 4. the step's own filters (``learners.trainer.train``): ``max_policy_lag``, ``token_out_of_vocab``
    and ``zero_advantage_group``.
+
+Steps 2 to 4 are still restated here, per episode, from ``learners`` (which the API may not import).
 
 What cannot be told is said (``trained`` null): a lineage without ``samples``, ``selection`` or
 its parent, a pinned version that can no longer be read, and ``token_out_of_vocab`` when the
@@ -26,15 +31,12 @@ checkpoint left samples out for it (the model's vocabulary size is not in the ta
 
 from __future__ import annotations
 
-import math
-import time
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from fastapi import APIRouter, Path
 
 from api.analysis import filter_rows, parse_json
@@ -47,52 +49,28 @@ from api.models import (
     TrainingSamplePublic,
     TrainingVerdictPublic,
 )
+from lake.selection import (
+    LEARNABLE,
+    TABLES_READ,
+    WAITING,
+    Picked,
+    Retracted,
+    group_advantages_np,
+    group_key,
+    retractions_hitting,
+    trainable,
+)
 from lake.splits import splits_of
 from schemas.tables import TABLES
 
 router = APIRouter(prefix="/episodes", tags=["episodes"])
 
-LEARNABLE = ("success", "failure", "truncated")
-"""Statuses a learner learns from (``learners.dataset.LEARNABLE``)."""
-_WAITING = (None, "incomplete", "no_reward")
-"""An episode's exclusion while its group waits for it (``learners.dataset._WAITING``)."""
 TRAIN_DEFAULTS: dict[str, Any] = {"incremental": True, "drop_zero_advantage_groups": True,
                                   "scale_advantages": True}  # fmt: skip
 """``learners.trainer.TrainArgs`` defaults of the arguments read here, for a lineage without them."""
-ADVANTAGE_EPS = 1e-6
-"""``learners.dataset.group_advantages_np``'s ``eps``."""
-NEEDED = ("episodes", "rewards", "samples")
-"""Tables a recomputable lineage pins (``learners.dataset.TABLES_READ``)."""
 
 
 # ------------------------------------------------------------------ the episode selection
-
-
-@dataclass(frozen=True)
-class Retracted:
-    """What the ``retractions`` rows a dataset read take out (``learners.retractions.Retracted``)."""
-
-    rows: tuple[dict[str, Any], ...] = ()
-
-    def _targets(self, scope: str) -> set[str]:
-        return {r["target"] for r in self.rows if r["scope"] == scope}
-
-    def hitting(self, episode: Mapping[str, Any], judge: tuple[str, str | None]) -> list[dict[str, Any]]:
-        """The rows that take ``episode`` (scored by ``judge``) out of training."""
-        out = []
-        for r in self.rows:
-            name, _, version = str(r["target"]).rpartition("@")
-            if (
-                (r["scope"] == "episode" and r["target"] == episode["episode_id"])
-                or (r["scope"] == "group" and r["target"] == (episode.get("group_id") or ""))
-                or (
-                    r["scope"] == "task_version"
-                    and (name, version) == (episode.get("task_id"), episode.get("task_version"))
-                )
-                or (r["scope"] == "judge_version" and (name, version) == judge)
-            ):
-                out.append(r)
-        return out
 
 
 @dataclass(frozen=True)
@@ -106,32 +84,6 @@ class Selection:
     max_group_wait_s: float | None
 
 
-@dataclass
-class Picked:
-    """The episode selection of one snapshot: who is kept, with what score, and why the others are not."""
-
-    rows: dict[str, dict[str, Any]]
-    keep: dict[str, dict[str, Any]]
-    score: dict[str, float]
-    why: dict[str, str]
-    members: dict[str, list[str]] = field(default_factory=dict)
-    """Group key -> the episodes in the selection's scope with that key."""
-    sizes: dict[str, int] = field(default_factory=dict)
-    groups: dict[str, list[str]] = field(default_factory=dict)
-    """Group key -> every episode of the snapshot with that key (in scope or not)."""
-
-
-def _seconds(column: pa.ChunkedArray) -> list[float | None]:
-    """Epoch seconds, none later than the reader's clock (``learners.dataset._seconds``)."""
-    cap = time.time()
-    return [None if v is None else min(v / 1e6, cap) for v in pc.cast(column, pa.int64()).to_pylist()]
-
-
-def group_key(ep: Mapping[str, Any]) -> str:
-    """An episode's group (the episode itself when it has none)."""
-    return str(ep["group_id"] or ep["episode_id"])
-
-
 def pick(
     episodes: pa.Table,
     rewards: pa.Table,
@@ -139,102 +91,12 @@ def pick(
     retracted: Retracted,
     eval_tasks: frozenset[str],
 ) -> Picked:
-    """``learners.dataset._trainable`` over one snapshot, rule for rule."""
-    names = ("episode_id", "task_id", "task_family", "policy_version", "group_id", "status", "completeness",
-             "group_size", "started_at", "ended_at", "source", "task_version")  # fmt: skip
-
-    def values(c: str) -> list[Any]:
-        col = episodes.column(c)
-        return _seconds(col) if pa.types.is_timestamp(col.type) else list(col.to_pylist())
-
-    rows = [dict(zip(names, r, strict=True)) for r in zip(*(values(c) for c in names))]
-    scored: dict[str, tuple[float, str, float]] = {}
-    r = rewards.filter(pc.equal(rewards.column("judge_name"), sel.judge_name))
-    for eid, version, value, verdict, at, source in zip(
-        r.column("episode_id").to_pylist(), r.column("judge_version").to_pylist(),
-        r.column("score").to_pylist(), r.column("verdict").to_pylist(), _seconds(r.column("ts")),
-        r.column("source").to_pylist(), strict=True,
-    ):  # fmt: skip
-        if version == sel.judge_version:
-            scored[eid] = (float(value), verdict, (at or 0.0) if source == "online" else 0.0)
-    why: dict[str, str] = {}
-    keep: dict[str, dict[str, Any]] = {}
-    score: dict[str, float] = {}
-    pending: set[str] = set()
-    count: Counter[str] = Counter()
-    sizes: dict[str, int] = {}
-    first_end: dict[str, float] = {}
-    whole_at: dict[str, float] = {}
-    in_scope: dict[str, list[str]] = {}
-    for ep in rows:
-        eid = ep["episode_id"]
-        if ep["source"] == "eval" or ep["task_id"] in eval_tasks:
-            why[eid] = "eval"
-            continue
-        if sel.tasks is not None and ep["task_id"] not in sel.tasks:
-            continue
-        if sel.families is not None and ep["task_family"] not in sel.families:
-            continue
-        group = group_key(ep)
-        count[group] += 1
-        in_scope.setdefault(group, []).append(eid)
-        if ep["ended_at"] is not None:
-            t = ep["ended_at"]
-            first_end[group] = min(first_end.get(group, t), t)
-            done = max(t, scored[eid][2]) if eid in scored else t
-            whole_at[group] = max(whole_at.get(group, done), done)
-        if ep.get("group_size"):
-            sizes[group] = max(sizes.get(group, 0), int(ep["group_size"]))
-        if retracted.hitting(ep, (sel.judge_name, sel.judge_version)):
-            why[eid] = "retracted"
-            continue
-        if ep["completeness"] == "gap":
-            why[eid] = "gap"
-            continue
-        if ep["completeness"] != "complete" or ep["status"] is None or ep["status"] == "open":
-            pending.add(group)
-            why[eid] = "incomplete"
-            continue
-        if ep["status"] not in LEARNABLE:
-            why[eid] = f"status:{ep['status']}"
-            continue
-        if eid not in scored:
-            pending.add(group)
-            why[eid] = "no_reward"
-            continue
-        value, verdict, _ = scored[eid]
-        if verdict == "error":
-            why[eid] = "reward_error"
-            continue
-        keep[eid] = ep
-        score[eid] = value
-    lost = {group_key(ep) for ep in rows if why.get(ep["episode_id"]) not in _WAITING} & in_scope.keys()
-    for g in lost:
-        for eid in in_scope[g]:
-            if eid in keep:
-                why[eid] = "partial_group"
-                del keep[eid], score[eid]
-    pending -= lost
-    pending |= {g for g, n in sizes.items() if count[g] < n and g not in lost}
-    if sel.max_group_wait_s is not None:
-        clock = [t for t in (*(ep["started_at"] for ep in rows), *(ep["ended_at"] for ep in rows)) if t]
-        clock += [at for _, _, at in scored.values()]
-        now = max(clock, default=0.0)
-        for g, t0 in first_end.items():
-            done = whole_at[g] if g not in pending else max(now, t0)
-            if done - t0 > sel.max_group_wait_s:
-                for eid in in_scope[g]:
-                    if eid in keep or why.get(eid) in ("incomplete", "no_reward"):
-                        why[eid] = "group_expired"
-                        keep.pop(eid, None)
-                        score.pop(eid, None)
-    for eid in [e for e, ep in keep.items() if group_key(ep) in pending]:
-        why[eid] = "group_waiting"
-        del keep[eid], score[eid]
-    groups: dict[str, list[str]] = {}
-    for ep in rows:
-        groups.setdefault(group_key(ep), []).append(ep["episode_id"])
-    return Picked({ep["episode_id"]: ep for ep in rows}, keep, score, why, in_scope, sizes, groups)
+    """The learner's episode selection of one snapshot (:func:`lake.selection.trainable`)."""
+    return trainable(
+        episodes, rewards, judge_name=sel.judge_name, judge_version=sel.judge_version, task_ids=sel.tasks,
+        families=sel.families, max_group_wait_s=sel.max_group_wait_s, retracted=retracted,
+        eval_tasks=eval_tasks,
+    )  # fmt: skip
 
 
 # ------------------------------------------------------------------ one checkpoint
@@ -335,7 +197,7 @@ def picked_at(reader: LakeReader, versions: Mapping[str, int], sel: Selection) -
         eval_tasks = frozenset(
             t for t, s in (splits_of(tasks) if tasks.num_rows else {}).items() if s == "eval"
         )
-        return pick(table, rewards, sel, Retracted(tuple(retractions.to_pylist())), eval_tasks)
+        return pick(table, rewards, sel, Retracted.of(retractions.to_pylist()), eval_tasks)
 
     return reader.derived(episodes, purpose, compute)
 
@@ -354,15 +216,16 @@ def _ancestors(by_id: Mapping[str, Lineage], parent_id: str | None) -> list[str]
     return chain
 
 
-def advantage(rewards: list[float], mine: float, scale: bool) -> float:
-    """``learners.dataset.group_advantages_np`` for one member of a group (population std)."""
-    if max(rewards) == min(rewards):
-        return 0.0
-    mean = sum(rewards) / len(rewards)
-    if not scale:
-        return mine - mean
-    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / len(rewards))
-    return (mine - mean) / (std + ADVANTAGE_EPS)
+def advantage(rewards: Mapping[str, float], episode_id: str, scale: bool) -> float:
+    """The group-relative advantage the learner gives ``episode_id`` in its group of ``rewards``.
+
+    The learner's :func:`lake.selection.group_advantages_np`, over the group's episodes in the
+    order a sample set holds them (by episode id), so the sums run in the same order.
+    """
+    members = sorted(rewards)
+    values = np.asarray([rewards[e] for e in members], dtype=np.float64)
+    per_episode = group_advantages_np(values, np.zeros(len(members), dtype=np.int64), scale=scale)
+    return float(per_episode[members.index(episode_id)])
 
 
 SENTENCES = {
@@ -418,7 +281,7 @@ def checkpoint_verdict(
 def _verdict(reader: LakeReader, ck: Lineage, by_id: Mapping[str, Lineage], eid: str) -> Verdict | None:
     if not _rows(reader, "episodes", eid, ck.versions["episodes"]).num_rows:
         return None
-    missing = [t for t in NEEDED if t not in ck.versions]
+    missing = [t for t in TABLES_READ if t not in ck.versions]
     if missing or not ck.row["judge_name"] or not isinstance(ck.metrics.get("selection"), dict):
         what = [f"no {t} version" for t in missing]
         what += [] if ck.row["judge_name"] else ["no judge"]
@@ -430,7 +293,7 @@ def _verdict(reader: LakeReader, ck: Lineage, by_id: Mapping[str, Lineage], eid:
     sel = ck.selection()
     judge = f"judge {sel.judge_name} {sel.judge_version}"
     now = picked_at(reader, ck.versions, sel)
-    ep = now.rows[eid]
+    ep = now.by_id[eid]
     group = group_key(ep)
     if eid not in now.keep:
         reason = now.why.get(eid, "outside_selection")
@@ -508,7 +371,7 @@ def _verdict(reader: LakeReader, ck: Lineage, by_id: Mapping[str, Lineage], eid:
     return Verdict(
         True,
         reward=now.score[eid],
-        advantage=advantage(rewards, now.score[eid], bool(ck.arg("scale_advantages"))),
+        advantage=advantage({e: now.score[e] for e in keep}, eid, bool(ck.arg("scale_advantages"))),
         sequences=len(own),
         group={e: now.score[e] for e in sorted(keep)},
         detail=f"trained on with {judge}'s reward, its group {group} of {len(keep)}",
@@ -518,7 +381,7 @@ def _verdict(reader: LakeReader, ck: Lineage, by_id: Mapping[str, Lineage], eid:
 def _sentence(
     reason: str, picked: Picked, ck: Lineage, eid: str, judge: str, reader: LakeReader, when: str = ""
 ) -> str:
-    ep = picked.rows[eid]
+    ep = picked.by_id[eid]
     group = group_key(ep)
     if reason.startswith("status:"):
         status = reason.removeprefix("status:")
@@ -528,8 +391,8 @@ def _sentence(
         parts = [f"{k} {', '.join(sel[k])}" for k in ("tasks", "families") if sel.get(k) is not None]
         return SENTENCES[reason].format(selection="; ".join(parts))
     if reason == "retracted":
-        hit = Retracted(tuple(_read(reader, "retractions", ck.versions.get("retractions")).to_pylist()))
-        rows = hit.hitting(ep, (ck.row["judge_name"], ck.row["judge_version"]))
+        retractions = _read(reader, "retractions", ck.versions.get("retractions")).to_pylist()
+        rows = retractions_hitting(retractions, ep, (ck.row["judge_name"], ck.row["judge_version"]))
         return SENTENCES[reason].format(
             retractions=", ".join(f"{r['retraction_id']}: {r['reason']}" for r in rows) or "?"
         )
@@ -538,7 +401,7 @@ def _sentence(
         lost = {
             e: picked.why[e]
             for e in picked.groups.get(group, [])
-            if picked.why.get(e) not in (*_WAITING, "partial_group", "group_expired", "group_waiting")
+            if picked.why.get(e) not in (*WAITING, "partial_group", "group_expired", "group_waiting")
         }
         return SENTENCES[reason].format(group=group, lost=_partial(lost) or "a member")
     if reason == "group_expired":
@@ -658,7 +521,7 @@ def episode_training(
     hits = {
         r["retraction_id"]: r
         for j in judges | {("", None)}
-        for r in Retracted(tuple(retractions.table.to_pylist())).hitting(episode, j)
+        for r in retractions_hitting(retractions.table.to_pylist(), episode, j)
     }
     return EpisodeTrainingPublic(
         versions=versions_of(episodes, samples, checkpoints, retractions),

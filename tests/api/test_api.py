@@ -202,6 +202,9 @@ def test_failure_breakdown_counts_what_was_produced(client: TestClient, story_la
                  category="test_failure", by="task")  # fmt: skip
     assert narrow["total"] == sum(n for _, n in groups(narrow)) and narrow["total"] <= 3
     assert get(client, "/failures/breakdown", family="no-such-family")["groups"] == []
+    assert get(client, "/failures/breakdown", 422, by="family", then="family")["detail"] == (
+        "then: give a key other than by (family), or leave it out"
+    )
 
 
 def test_failure_clusters_group_by_error_signature(client: TestClient, story_lake: StoryLake) -> None:
@@ -354,7 +357,7 @@ def test_unknown_routes_methods_and_parameters_answer_in_the_apps_error_shape(
     assert typo["detail"].startswith("unknown query parameter rewards_versoin: /episodes takes ")
     assert "rewards_version" in typo["detail"]
     assert get(client, "/failures/breakdown", 422, by="task", familly="x")["detail"].startswith(
-        "unknown query parameter familly: /failures/breakdown takes by, episodes_version, judge, "
+        "unknown query parameter familly: /failures/breakdown takes by, category, episodes_version, family, "
     )
     assert get(client, "/health", 422, verbose=1)["detail"] == (
         "unknown query parameter verbose: /health takes none"
