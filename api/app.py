@@ -17,6 +17,7 @@ from api.errors import ApiError
 from api.lake_reader import LakeReader
 from api.metrics import ApiMetrics, MetricsAndHead
 from api.models import ErrorPublic
+from api.routes import blobs as blob_routes
 from api.routes import (
     checkpoints,
     episodes,
@@ -93,6 +94,7 @@ def create_app(
     publish: Callable[[list[Any]], None] | None = None,
     review_topic: str = "trajlake.curation",
     prometheus_url: str | None = None,
+    blobs: Callable[[str], bytes] | None = None,
 ) -> FastAPI:
     """The query API over the lake at ``lake_root``.
 
@@ -109,6 +111,8 @@ def create_app(
             composition root passes one; the API imports no producer). None: verdicts answer 503.
         review_topic: the topic ``publish`` writes the ``review:`` control streams to (reported).
         prometheus_url: the deployment's Prometheus, whose view ``GET /platform`` adds to the lake's.
+        blobs: reads a blob's bytes by its sha256 (``KeyError``: not held), for ``GET /blobs/...``;
+            None: that route answers 503.
 
     Returns:
         The application (serve it with uvicorn, or call it with a test client).
@@ -127,6 +131,7 @@ def create_app(
     app.state.publish = publish
     app.state.review_topic = review_topic
     app.state.prometheus_url = prometheus_url
+    app.state.blobs = blobs
     metrics = ApiMetrics(app.state.reader)
     app.state.metrics = metrics
     strict = [Depends(reject_unknown_params)]
@@ -136,6 +141,7 @@ def create_app(
     for module in (tables, episodes, failures, judges, checkpoints, review, quarantine, search, platform):
         app.include_router(module.router, dependencies=guarded)
     app.include_router(training.router, dependencies=guarded)  # /episodes/{id}/training
+    app.include_router(blob_routes.router, dependencies=guarded)
 
     @app.get("/metrics", include_in_schema=False)
     def prometheus_metrics() -> Response:

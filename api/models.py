@@ -630,3 +630,12 @@ class EpisodeTrainingPublic(LakeAnswer):
         description="Checkpoints whose snapshot did not hold it (read before it arrived, or no lake data)."
     )
     retractions: list[RetractionHitPublic] = Field(description="Retractions naming it now, oldest first.")
+
+
+class BlobPublic(PublicModel):
+    """A blob's text, opened on demand."""
+
+    sha256: str
+    size: int = Field(description="The blob's size in bytes.")
+    text: str = Field(description="Its text (UTF-8, bytes that are not replaced), cut to `max_bytes`.")
+    truncated: bool

@@ -36,7 +36,10 @@ at least 5, once a query's requests took ``--budget-s`` seconds):
 - ``search``: ``GET /search?q=<word>`` (case-insensitive substring over ``steps.text`` and the
   episodes' ids, tasks and families; the word is in a few tool outputs: the matching episodes,
   newest first, a page of 50, with their matching places), when the app has the route (read
-  from its OpenAPI paths): else DuckDB alone is timed and the API reported missing;
+  from its OpenAPI paths): else DuckDB alone is timed and the API reported missing; the same
+  word every time, as the pages of one search ask it (the API scans once per table version);
+- ``search_new``: the same with words no request asked before (``<n> passed in``, n < 30):
+  every request a scan of ``steps``, as every DuckDB query is;
 - ``timeline``: ``GET /episodes/{id}?include_payload=true`` for a random episode each time (its
   row, steps by ``seq`` with payloads, rewards and failures).
 
@@ -590,7 +593,11 @@ def clusters_query() -> Query:
     )
 
 
-def search_query(word: str) -> Query:
+def search_query(word: str, name: str = "search", each: Callable[[int], str] | None = None) -> Query:
+    """``/search`` for ``word`` every time (pages of one search: the API scans once), or with
+    ``each`` a new word per request (``search_new``: every request a scan, as DuckDB's always is)."""
+    words = each or (lambda k: word)
+
     def api(b: Any) -> Any:
         items = [
             (i["episode"]["episode_id"], i["hit_count"], [(h["seq"], h["field"]) for h in i["hits"]])
@@ -603,10 +610,10 @@ def search_query(word: str) -> Query:
         return (rows[0][3] if rows else 0), (int(rows[0][4]) if rows else 0), items
 
     return Query(
-        "search",
+        name,
         "/search",
-        lambda k: "/search?" + urllib.parse.urlencode({"q": word}),
-        lambda con, k: con.execute(SEARCH_SQL, [word]).fetchall(),
+        lambda k: "/search?" + urllib.parse.urlencode({"q": words(k)}),
+        lambda con, k: con.execute(SEARCH_SQL, [words(k)]).fetchall(),
         api,
         duck,
         lambda a: len(a[2]),
@@ -649,7 +656,7 @@ def timeline_query(ids: list[str]) -> Query:
     )
 
 
-QUERIES = ("breakdown", "clusters", "search", "timeline")
+QUERIES = ("breakdown", "clusters", "search", "search_new", "timeline")
 
 MIN_REQUESTS = 5
 """Timed requests each way a query makes, whatever its time budget."""
@@ -820,7 +827,14 @@ def _run(args: argparse.Namespace, root: Path) -> int:
     try:
         idle = api.memory_mib()
         paths = set(api.ask("/openapi.json")["paths"])
-        queries = [breakdown_query(), clusters_query(), search_query(args.word), timeline_query(picks)]
+        queries = [
+            breakdown_query(),
+            clusters_query(),
+            search_query(args.word),
+            # words no request searched before (while k < 30), each in many tool outputs
+            search_query("", "search_new", lambda k: f"{k % 30 + 1} passed in"),
+            timeline_query(picks),
+        ]
         queries = [q for q in queries if q.name in asked]
         results: dict[str, Result] = {}
         for q in queries:

@@ -72,6 +72,17 @@ class BlobStore:
             raise IngestError(f"blob {sha} under {self.root} is corrupt")
         return data
 
+    def read_or_missing(self, sha256: str) -> bytes:
+        """The bytes of a blob, ``KeyError`` when the store does not hold it (the query API's reader).
+
+        Raises:
+            KeyError: no such blob.
+            IngestError: its content does not match its address.
+        """
+        if not self.exists(sha256):
+            raise KeyError(sha256)
+        return self.get(sha256)
+
     def get_text(self, ref: BlobRef | str) -> str:
         """A blob decoded as UTF-8."""
         return self.get(ref).decode("utf-8")

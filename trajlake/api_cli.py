@@ -48,6 +48,21 @@ def _publisher(s: Any) -> Any:
     return lambda events: publish_events(s.kafka_bootstrap, s.topic_curation, events)
 
 
+def blob_reader(s: Any) -> Any:
+    """What the API reads blobs with: the settings' blob store, ``KeyError`` for a blob it lacks."""
+    from ingest.blobs import BlobStore
+
+    store: BlobStore | None = None
+
+    def read(sha256: str) -> bytes:
+        nonlocal store
+        if store is None:  # opened at the first blob asked for (a remote store is not reached before)
+            store = BlobStore(s.blobs(), **s.blob_options())
+        return store.read_or_missing(sha256)
+
+    return read
+
+
 @api_app.command("serve")
 def serve(
     host: Annotated[str | None, typer.Option(help="Interface (default: TRAJLAKE_API_HOST).")] = None,
@@ -101,5 +116,5 @@ def serve(
         signal.signal(sig, stopped)
     app = create_app(root, token=s.api_token, storage_options=s.storage_options(root) or None,
                      reviewers=reviewers, publish=_publisher(s), review_topic=s.topic_curation,
-                     prometheus_url=prometheus or s.prometheus_url)  # fmt: skip
+                     prometheus_url=prometheus or s.prometheus_url, blobs=blob_reader(s))  # fmt: skip
     uvicorn.run(app, host=bind_host, port=bind_port, log_level="warning")

@@ -105,32 +105,34 @@ def _dataset(reader: LakeReader, version: int) -> Any:
 def step_hits(reader: LakeReader, version: int | None, q: str) -> pa.Table:
     """Every step at ``version`` whose searched text contains ``q`` (case-insensitive): :data:`HITS` rows.
 
-    The ``steps`` table is scanned in batches of :data:`BATCH_ROWS` rows, reading its
-    ``episode_id``, ``seq``, ``type`` and ``text`` columns only; what is kept is where it matched.
+    The match is pushed into a scan of the ``steps`` table's ``episode_id``, ``seq``, ``type`` and
+    ``text`` columns (read a batch at a time by Arrow's threads); what is kept is where it matched.
     """
     if version is None:
         return HITS.empty_table()
     types = pa.array(list(STEP_FIELDS), pa.string())
     names = pa.array(list(STEP_FIELDS.values()), pa.string())
-    parts = []
-    batches = _dataset(reader, version).to_batches(
-        columns=["episode_id", "seq", "type", "text"], batch_size=BATCH_ROWS
-    )
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        # (delta-rs hands strings as views: cast before comparing with plain strings)
-        kind = pc.index_in(batch.column("type").cast(pa.string()), value_set=types)
-        found = pc.and_kleene(
-            pc.is_valid(kind), pc.match_substring(batch.column("text").cast(pa.string()), q, ignore_case=True)
+    dataset = _dataset(reader, version)
+    columns = ["episode_id", "seq", "type"]
+    try:  # the match pushed into the scan: its threads read and match, only hits come back
+        found = dataset.to_table(
+            columns=columns, filter=pc.match_substring(pc.field("text"), q, ignore_case=True)
         )
-        hit = batch.filter(found)
-        if hit.num_rows:
-            parts.append(pa.Table.from_arrays(
-                [hit.column("episode_id").cast(pa.string()), hit.column("seq").cast(pa.int64()),
-                 pc.take(names, pc.filter(kind, found))], schema=HITS,
-            ))  # fmt: skip
-    return pa.concat_tables(parts).combine_chunks() if parts else HITS.empty_table()
+    except pa.ArrowNotImplementedError:  # (text as string views: matched a batch at a time, cast)
+        parts = []
+        for batch in dataset.to_batches(columns=[*columns, "text"], batch_size=BATCH_ROWS):
+            mask = pc.match_substring(batch.column("text").cast(pa.string()), q, ignore_case=True)
+            parts.append(pa.Table.from_batches([batch.filter(mask).select(columns)]))
+        found = pa.concat_tables(parts) if parts else None
+    if found is None or not found.num_rows:
+        return HITS.empty_table()
+    kind = pc.index_in(found["type"].cast(pa.string()), value_set=types)
+    searched = pc.is_valid(kind)
+    found, kind = found.filter(searched), pc.filter(kind, searched)
+    return pa.Table.from_arrays(
+        [found["episode_id"].cast(pa.string()), found["seq"].cast(pa.int64()), pc.take(names, kind)],
+        schema=HITS,
+    ).combine_chunks()
 
 
 def instruction_corpus(reader: LakeReader, version: int | None, imported: pa.Array) -> pa.Table:

@@ -874,11 +874,40 @@ async function episodesView(route) {
 
 // ------------------------------------------------------------------ one episode: the timeline
 
+// a text kept in the blob store: a button that fetches it (GET /blobs/{sha256}) into `target`
+function blobOpener(ref, target, what) {
+  const button = h(
+    "button",
+    {
+      class: "link open-blob",
+      type: "button",
+      dataset: { blob: ref.sha256 },
+      onclick: async () => {
+        button.disabled = true;
+        button.textContent = "opening…";
+        try {
+          const blob = await api("blobs/" + enc(ref.sha256));
+          target.textContent = blob.text;
+          button.textContent = blob.truncated
+            ? `first ${num(blob.text.length)} characters of ${num(blob.size)} bytes`
+            : `the whole ${what} (${num(blob.size)} bytes)`;
+        } catch (err) {
+          button.disabled = false;
+          button.textContent = `could not open: ${err.message}`;
+        }
+      },
+    },
+    `open the whole ${what} (${num(ref.size)} bytes)`,
+  );
+  return button;
+}
+
 function textOutput(label, out) {
   if (!out || (!out.text && !out.size)) return null;
   const bytes = out.size ? ` · ${num(out.size)} bytes` : "";
-  const blob = out.blob ? ` · full text in blob ${out.blob.sha256.slice(0, 12)}…` : "";
-  return h("div", {}, h("div", { class: "small muted" }, label + bytes + blob), h("pre", {}, out.text || ""));
+  const pre = h("pre", {}, out.text || "");
+  const blob = out.blob ? [" · a preview: ", blobOpener(out.blob, pre, "text")] : [];
+  return h("div", {}, h("div", { class: "small muted" }, label + bytes, ...blob), pre);
 }
 
 function message(role, content, extra) {
@@ -944,12 +973,11 @@ function modelCall(p, before) {
     }
     parts.push(p.messages.slice(repeated).map(bubble));
   } else if (p.messages_ref) {
+    const pre = h("pre", { class: "blob-text" });
     parts.push(
-      h(
-        "div",
-        { class: "muted small" },
-        `prompt messages in blob ${p.messages_ref.sha256.slice(0, 12)}… (${num(p.messages_ref.size)} bytes)`,
-      ),
+      h("div", { class: "muted small" }, "the prompt's messages are in the blob store: ",
+        blobOpener(p.messages_ref, pre, "prompt")),
+      pre,
     );
   } else {
     parts.push(h("div", { class: "muted small" }, "the prompt was not recorded with this call"));

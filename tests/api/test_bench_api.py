@@ -20,7 +20,7 @@ def test_bench_api_compares_equal_answers_and_reports_every_query(tmp_path: Path
     # exit 0 means every answer of the API equalled DuckDB's (the bench exits 1 on the first that differs)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     rows = json.loads(out.read_text())
-    assert [r["query"] for r in rows] == ["breakdown", "clusters", "search", "timeline"]
+    assert [r["query"] for r in rows] == ["breakdown", "clusters", "search", "search_new", "timeline"]
     for row in rows:
         assert KEYS <= row.keys()
         assert row["events"] == 300 * 20 and row["episodes"] == 300

@@ -33,6 +33,7 @@ import uvicorn
 from fastapi.testclient import TestClient
 
 from api import create_app
+from ingest.blobs import BlobStore
 from ingest.kafka_broker import EmbeddedKafka
 from lake import Lake
 from pipelines import PipelineConfig, run_once
@@ -69,7 +70,11 @@ REFUSED = "console: Failed to load resource: the server responded with a status 
 # ------------------------------------------------------------------ the lake and the server
 
 
-def imported_episode() -> list[dict[str, Any]]:
+BLOB_TEXT = "".join(f"line {i} of a long output\n" for i in range(2000))
+"""The tool output the imported episode keeps in the blob store (its step holds a preview)."""
+
+
+def imported_episode(stdout_ref: dict[str, Any]) -> list[dict[str, Any]]:
     """An imported episode: a chat prompt, a tool call that fails, a raw annotation."""
     eid = new_id()
     started = {
@@ -90,7 +95,7 @@ def imported_episode() -> list[dict[str, Any]]:
         "model": "gpt-x",
         "sampling": {"temperature": 0.7},
     }
-    out = {"text": "", "size": 0}
+    out = {"text": BLOB_TEXT[:60], "size": len(BLOB_TEXT), "blob": stdout_ref}
     err = {"text": "rev: input.txt: No such file", "size": 28}
     answer = {  # the second prompt repeats the first and adds to it
         "messages": [
@@ -134,7 +139,10 @@ def served(
     shutil.copytree(story_lake.root, root)
     topic = f"api.browser.{os.getpid()}"
     EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 1}).ensure_topics()
-    docs = imported_episode()
+    blobs = BlobStore(str(root.parent / "blobs"))
+    ref = blobs.put_text(BLOB_TEXT)
+
+    docs = imported_episode({"sha256": ref.sha256, "size": ref.size})
     records = [(topic, d["episode_id"].encode(), json.dumps(d).encode()) for d in docs]
     produce(kafka.bootstrap, [(topic, b"bad-key", b"{not json"), *records])
     cfg = PipelineConfig(
@@ -148,7 +156,13 @@ def served(
     families = Lake(root).read("episodes", columns=["task_family"])["task_family"].to_pylist()
     copies = sum(f in ("pyfix", "wordplay") for f in families) // len(story_lake.story.episodes)
     published: list[Any] = []
-    app = create_app(root, token=TOKEN, reviewers={"ann": REVIEWER}, publish=published.extend)
+    app = create_app(
+        root,
+        token=TOKEN,
+        reviewers={"ann": REVIEWER},
+        publish=published.extend,
+        blobs=blobs.read_or_missing,
+    )
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
@@ -582,6 +596,13 @@ def test_search_finds_an_imported_episode_by_its_instruction_and_shows_its_chat(
     result = page.locator('li.step[data-type="tool_result"]')
     expect(result.locator(".exit")).to_have_text("exit 1")
     expect(result).to_contain_text("rev: input.txt: No such file")
+    # stdout is a preview of a blob: opened on demand, in place
+    opener = result.locator("button.open-blob")
+    expect(opener).to_have_text(f"open the whole text ({len(BLOB_TEXT):,} bytes)")
+    expect(result.locator("pre").first).to_have_text(BLOB_TEXT[:60])
+    opener.click()
+    expect(opener).to_have_text(f"the whole text ({len(BLOB_TEXT):,} bytes)")
+    assert result.locator("pre").first.evaluate("e => e.textContent") == BLOB_TEXT
     raw = page.locator('li.step[data-type="annotation"] details').first
     expect(raw.locator("pre")).to_be_hidden()  # folded until opened
     raw.locator("summary").click()

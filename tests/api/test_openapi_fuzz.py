@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from api import create_app
+from ingest.blobs import BlobStore
 from tests.api.conftest import StoryLake
 
 TOKEN = "fuzz-readers-token"
@@ -30,9 +31,17 @@ REVIEWER = "fuzz-reviewer-token"
 
 
 @pytest.fixture(scope="module")
-def fuzzed_app(story_lake: StoryLake) -> Iterator[FastAPI]:
+def fuzzed_app(story_lake: StoryLake, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
     published: list[Any] = []
-    yield create_app(story_lake.root, token=TOKEN, reviewers={"ann": REVIEWER}, publish=published.extend)
+    store = BlobStore(str(tmp_path_factory.mktemp("fuzz-blobs")))
+
+    yield create_app(
+        story_lake.root,
+        token=TOKEN,
+        reviewers={"ann": REVIEWER},
+        publish=published.extend,
+        blobs=store.read_or_missing,
+    )
 
 
 FUZZ = settings(
@@ -75,7 +84,12 @@ def test_every_operation_answers_as_its_schema_says(fuzzed_app: FastAPI) -> None
 
 def test_every_data_route_needs_the_token(fuzzed_app: FastAPI, story_lake: StoryLake) -> None:
     paths = fuzzed_app.openapi()["paths"]
-    ids = {"episode_id": story_lake.story.id("e1"), "name": "tests", "checkpoint_id": "ck-child"}
+    ids = {
+        "episode_id": story_lake.story.id("e1"),
+        "name": "tests",
+        "checkpoint_id": "ck-child",
+        "sha256": "0" * 64,
+    }
     checked = 0
     with TestClient(fuzzed_app) as c:
         for template, operations in paths.items():
