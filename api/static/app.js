@@ -1743,6 +1743,53 @@ async function judgesRoute(route) {
 
 // ------------------------------------------------------------------ review queue
 
+// the episode's steps beside its queue item: loaded when opened, the failing steps marked
+function besideTimeline(episodeId) {
+  const body = h("ol", { class: "timeline compact" });
+  let loaded = false;
+  const box = h(
+    "details",
+    {
+      class: "beside",
+      ontoggle: async () => {
+        if (!box.open || loaded) return;
+        loaded = true;
+        body.append(h("li", { class: "muted small" }, "loading…"));
+        try {
+          const d = await api("episodes/" + enc(episodeId), { include_payload: true, max_text: 2000 });
+          const failing = new Set(d.failures.map((f) => f.failing_seq));
+          const calls = new Map(d.steps.filter((s) => s.type === "tool_call").map((s) => [s.call_id, s]));
+          let lastCall = null;
+          body.replaceChildren();
+          for (const s of d.steps) {
+            body.append(
+              h(
+                "li",
+                { class: `step type-${s.type}${failing.has(s.seq) ? " failing" : ""}`, dataset: { seq: s.seq, type: s.type } },
+                h(
+                  "div",
+                  { class: "step-head" },
+                  h("a", { href: link(["episode", episodeId], { step: s.seq }) }, `#${s.seq}`),
+                  h("span", { class: "type" }, s.type.replace("_", " ")),
+                  s.tool ? h("code", {}, s.tool) : null,
+                  stepBadge(s),
+                ),
+                stepBody(s, calls, lastCall),
+              ),
+            );
+            if (s.type === "model_call" && s.payload) lastCall = s;
+          }
+        } catch (err) {
+          body.replaceChildren(h("li", { class: "error" }, `the timeline could not be read: ${err.message}`));
+        }
+      },
+    },
+    h("summary", {}, "the timeline, here"),
+    body,
+  );
+  return box;
+}
+
 async function reviewView(route) {
   const status = route.params.get("status") || "open";
   const offset = Number(route.params.get("offset") || 0);
@@ -1783,6 +1830,7 @@ async function reviewView(route) {
             ),
           )
         : null,
+      besideTimeline(it.episode_id),
       verdictForm(it.episode_id),
     ),
   );

@@ -14,6 +14,7 @@ Without ``/usr/bin/chromium`` or Playwright the browser tests are skipped, unles
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import re
@@ -38,6 +39,8 @@ from ingest.kafka_broker import EmbeddedKafka
 from lake import Lake
 from pipelines import PipelineConfig, run_once
 from schemas import new_id
+from schemas.codec import serialize_event
+from schemas.control import REVIEW_ITEM, control_event
 from tests.api.conftest import StoryLake
 from tests.api.lake_story import Story
 from tests.conftest import free_port
@@ -118,6 +121,19 @@ def imported_episode(stdout_ref: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+QUEUE_REASON = "its tool failed with exit 1 and no judge scored it"
+
+
+def queue_item(episode_id: str) -> dict[str, Any]:
+    """The review queue's row for the imported episode (as `trajlake review fill` queues one)."""
+    return {
+        "item_id": "rv-0123456789ab", "episode_id": episode_id, "rule": "unjudged-tool-error",
+        "kind": "failure", "reason": QUEUE_REASON, "task_id": "rev-1", "task_family": "imported",
+        "judge_name": None, "judge_version": None, "judge_verdict": None,
+        "queued_at": dt.datetime(2026, 11, 2, tzinfo=dt.UTC), "fill_id": "fill-browser",
+    }  # fmt: skip
+
+
 @dataclass
 class Served:
     """The app over the browser's lake, and what it holds."""
@@ -137,19 +153,21 @@ def served(
 ) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("browser-lake") / "lake"
     shutil.copytree(story_lake.root, root)
-    topic = f"api.browser.{os.getpid()}"
-    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 1}).ensure_topics()
+    topic, curation = f"api.browser.{os.getpid()}", f"api.browser.curation.{os.getpid()}"
+    EmbeddedKafka(kafka.home, kafka.bootstrap, topics={topic: 1, curation: 1}).ensure_topics()
     blobs = BlobStore(str(root.parent / "blobs"))
     ref = blobs.put_text(BLOB_TEXT)
 
     docs = imported_episode({"sha256": ref.sha256, "size": ref.size})
     records = [(topic, d["episode_id"].encode(), json.dumps(d).encode()) for d in docs]
-    produce(kafka.bootstrap, [(topic, b"bad-key", b"{not json"), *records])
+    item = control_event(REVIEW_ITEM, queue_item(docs[0]["episode_id"]), "review-fill")
+    queued = (curation, item.episode_id.encode(), serialize_event(item))
+    produce(kafka.bootstrap, [(topic, b"bad-key", b"{not json"), *records, queued])
     cfg = PipelineConfig(
         bootstrap=kafka.bootstrap,
         lake_root=str(root),
-        topics=(topic,),
-        control_topics={},
+        topics=(topic, curation),
+        control_topics={"review_item": curation},
         worker_log=str(root.parent / "workers.log"),
     )
     assert len(run_once(cfg)) == 1
@@ -377,7 +395,8 @@ def test_every_view_shows_the_story_at_800px_without_scrolling_the_page(
     seen("judge-diff")
 
     w.show("/review", "review")
-    expect(at("#queue-empty")).to_contain_text("Nothing is waiting for review")
+    expect(at("[data-item]")).to_have_count(1)
+    expect(at("[data-item] p").first).to_have_text(QUEUE_REASON)
     seen("review")
 
     w.show("/checkpoints", "checkpoints")
@@ -715,4 +734,37 @@ def test_the_dashboard_crosses_two_keys_and_a_cell_filters_to_its_failures(
     w.ready("failures")
     expect(page.locator("#filters a.chip")).to_have_text(["category: test_failure ×"])
     expect(page.locator("#breakdown-total")).to_have_text(re.compile(rf"^{3 * n} failures under tests v2"))
+    w.assert_clean()
+
+
+def test_a_queued_item_shows_why_its_timeline_beside_it_and_takes_a_verdict(
+    open_page: Callable[..., Watched], served: Served
+) -> None:
+    from playwright.sync_api import expect
+
+    w = open_page()
+    page = w.page
+    w.show("/review", "review")
+    item = page.locator("[data-item]")
+    expect(item.locator(".pill").first).to_have_text("unjudged-tool-error")
+    expect(item.locator("p").first).to_have_text(QUEUE_REASON)
+    beside = item.locator("details.beside")
+    beside.locator("summary").click()  # the episode's steps load in place, the failing one marked
+    steps = beside.locator("li.step")
+    expect(steps).to_have_count(7)
+    expect(beside.locator("li.step.failing")).to_have_attribute("data-seq", "3")
+    expect(beside.locator('li.step[data-type="tool_result"]')).to_contain_text("rev: input.txt: No such file")
+    w.shot("queue-item")
+    before = len(served.published)
+    form = item.locator(".verdict-form")
+    form.locator('select[name="verdict"]').select_option("task_broken")
+    form.locator("button", has_text="record verdict").click()
+    expect(item.locator(".verdict-status .notice")).to_contain_text("Verdict “task_broken” by ann recorded")
+    assert len(served.published) == before + 1
+    verdict = served.published[-1].payload.value
+    assert (verdict["episode_id"], verdict["verdict"], verdict["item_id"]) == (
+        served.imported_id,
+        "task_broken",
+        "rv-0123456789ab",
+    )
     w.assert_clean()
