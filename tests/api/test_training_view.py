@@ -28,22 +28,12 @@ from ingest.kafka_broker import EmbeddedKafka
 from pipelines import PipelineConfig, run_once
 from schemas.codec import serialize_event
 from tests.pipelines.factories import ended, model, reward, started, wire
+from tests.pipelines.factories import tokenized_call as _call
 from tests.pipelines.log_workload import produce
 
 pytestmark = pytest.mark.kafka
 
 TINY = {"vocab_size": 98, "d_model": 8, "n_layers": 1, "n_heads": 2, "d_ff": 16, "max_len": 16}
-
-
-def _call(eid: str, seq: int) -> dict[str, Any]:
-    return model(
-        eid,
-        seq,
-        prompt_token_ids=[1, 5, 6],
-        completion_token_ids=[7, 8, 2],
-        completion_logprobs=[-0.5, -0.2, -0.1],
-        served_by={"kind": "in_process", "logprob_semantics": "processed"},
-    )
 
 
 def _episode(

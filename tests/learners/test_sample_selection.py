@@ -15,20 +15,10 @@ from ingest.kafka_broker import EmbeddedKafka
 from learners.dataset import DatasetSpec, load_samples
 from pipelines import PipelineConfig, run_once
 from tests.pipelines.factories import ended, model, reward, started, wire
+from tests.pipelines.factories import tokenized_call as _call
 from tests.pipelines.log_workload import produce
 
 pytestmark = pytest.mark.kafka
-
-
-def _call(eid: str, seq: int) -> dict[str, Any]:
-    return model(
-        eid,
-        seq,
-        prompt_token_ids=[1, 5, 6],
-        completion_token_ids=[7, 8, 2],
-        completion_logprobs=[-0.5, -0.2, -0.1],
-        served_by={"kind": "in_process", "logprob_semantics": "processed"},
-    )
 
 
 def _episode(

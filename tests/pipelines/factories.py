@@ -54,6 +54,18 @@ def model(eid: str, seq: int, completion: str = "ls", **kw: Any) -> dict[str, An
     )
 
 
+def tokenized_call(eid: str, seq: int) -> dict[str, Any]:
+    """A model call with the token ids and log-probs a learner trains on (three of each)."""
+    return model(
+        eid,
+        seq,
+        prompt_token_ids=[1, 5, 6],
+        completion_token_ids=[7, 8, 2],
+        completion_logprobs=[-0.5, -0.2, -0.1],
+        served_by={"kind": "in_process", "logprob_semantics": "processed"},
+    )
+
+
 def call(eid: str, seq: int, tool: str = "bash", call_id: str = "c1", **args: Any) -> dict[str, Any]:
     return ev(
         eid, seq, "tool_call", {"call_id": call_id, "tool": tool, "arguments": args or {"command": "pytest"}}
