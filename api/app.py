@@ -32,6 +32,7 @@ from api.routes import (
     tables,
     training,
 )
+from api.text_index import TextIndex
 from lake import Lake
 from schemas.events import SDK_VERSION
 
@@ -95,6 +96,7 @@ def create_app(
     review_topic: str = "trajlake.curation",
     prometheus_url: str | None = None,
     blobs: Callable[[str], bytes] | None = None,
+    search_index: str | Path | None = None,
 ) -> FastAPI:
     """The query API over the lake at ``lake_root``.
 
@@ -113,6 +115,9 @@ def create_app(
         prometheus_url: the deployment's Prometheus, whose view ``GET /platform`` adds to the lake's.
         blobs: reads a blob's bytes by its sha256 (``KeyError``: not held), for ``GET /blobs/...``;
             None: that route answers 503.
+        search_index: a local directory for the text index of ``steps`` (:mod:`api.text_index`),
+            filled in the background as searches meet data files it lacks; None: every search
+            scans the text.
 
     Returns:
         The application (serve it with uvicorn, or call it with a test client).
@@ -126,6 +131,8 @@ def create_app(
     app.state.reader = LakeReader(
         Lake(lake_root, storage_options), cache_entries=cache_entries, cache_bytes=cache_bytes
     )
+    if search_index is not None:
+        app.state.reader.text_index = TextIndex(Path(search_index))
     app.state.token = token
     app.state.reviewers = dict(reviewers or {})
     app.state.publish = publish

@@ -169,6 +169,8 @@ class LakeReader:
         self._handles: dict[str, TableHandle] = {}
         self._stamps: dict[str, tuple[tuple[int, int], int]] = {}
         self._handle_locks = {name: threading.Lock() for name in TABLES}
+        self.text_index: Any = None
+        """The ``steps`` text index (:class:`api.text_index.TextIndex`) searches use; None: they scan."""
 
     @property
     def stats(self) -> CacheStats:

@@ -38,8 +38,10 @@ at least 5, once a query's requests took ``--budget-s`` seconds):
   newest first, a page of 50, with their matching places), when the app has the route (read
   from its OpenAPI paths): else DuckDB alone is timed and the API reported missing; the same
   word every time, as the pages of one search ask it (the API scans once per table version);
-- ``search_new``: the same with words no request asked before (``<n> passed in``, n < 30):
-  every request a scan of ``steps``, as every DuckDB query is;
+- ``search_new``: the same with words no request asked before (``<n> passed in``, n < 30, each
+  in about 3% of the steps): nothing cached for the query; the API answers from its text index
+  of ``steps`` (api/text_index.py; built, or brought up to date, before the timing, its time and
+  size reported), or with ``--no-index`` by scanning ``steps``, as every DuckDB query does;
 - ``timeline``: ``GET /episodes/{id}?include_payload=true`` for a random episode each time (its
   row, steps by ``seq`` with payloads, rewards and failures).
 
@@ -358,19 +360,42 @@ def lake_size(root: Path) -> int:
 
 SERVE = (
     "import sys, uvicorn; from api import create_app; "
-    "uvicorn.run(create_app(sys.argv[1]), host='127.0.0.1', port=int(sys.argv[2]), log_level='warning', "
-    "timeout_keep_alive=3600)"
+    "uvicorn.run(create_app(sys.argv[1], search_index=sys.argv[3] or None), host='127.0.0.1', "
+    "port=int(sys.argv[2]), log_level='warning', timeout_keep_alive=3600)"
 )
+
+
+def build_index(root: Path, where: Path) -> tuple[float, float]:
+    """The API's text index of ``steps`` built (what is missing) before the timing: its seconds and MiB."""
+    from api.text_index import TextIndex
+
+    fragments = list(Lake(str(root)).table("steps").to_pyarrow_dataset().get_fragments())
+    index = TextIndex(where, build=False)
+    t0 = time.perf_counter()
+
+    def progress(i: int, n: int) -> None:
+        if i % 10 == 0:
+            console.print(f"  text index: {i}/{n} data files")
+
+    built = index.build_now(fragments, progress=progress)
+    seconds = time.perf_counter() - t0
+    size = sum(f.stat().st_size for f in index.root.rglob("*") if f.is_file())
+    console.print(f"  text index at {where}: {built} of {len(fragments)} data files indexed in "
+                  f"{seconds:.1f} s, {size / 2**20:,.0f} MiB")  # fmt: skip
+    return seconds, size / 2**20
 
 
 class ApiProcess:
     """``create_app(root)`` under uvicorn in a subprocess, and one kept-alive HTTP connection to it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, search_index: Path | None = None) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        self.proc = subprocess.Popen([sys.executable, "-c", SERVE, str(root), str(self.port)], cwd=REPO)
+        index = str(search_index) if search_index is not None else ""
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SERVE, str(root), str(self.port), index], cwd=REPO
+        )
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
         deadline = time.monotonic() + 120
         while True:
@@ -769,6 +794,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the queries to time, comma-separated (default: all of {', '.join(QUERIES)})",
     )
     ap.add_argument("--json", type=Path, help="write one row per query here")
+    ap.add_argument(
+        "--search-index",
+        type=Path,
+        help="the API's text index of steps (built, or brought up to date, before the queries are timed; "
+        "default: beside --lake, else in the temporary directory)",
+    )
+    ap.add_argument("--no-index", action="store_true", help="the API searches by scanning (no text index)")
     args = ap.parse_args(argv)
     if args.steps_per_episode < 5:
         ap.error("--steps-per-episode must be at least 5")
@@ -823,7 +855,11 @@ def _run(args: argparse.Namespace, root: Path) -> int:
     hits = con.execute("SELECT count(*) FROM steps WHERE contains(lower(text), lower($1))", [args.word])
     n_hits = hits.fetchone()[0]  # type: ignore[index]
     console.print(f"  '{args.word}' is in {n_hits:,} steps' text")
-    api = ApiProcess(root)
+    search_index, index_s, index_mib = None, None, None
+    if not args.no_index:
+        search_index = args.search_index or root.parent / f"{root.name}.search-index"
+        index_s, index_mib = build_index(root, search_index)
+    api = ApiProcess(root, search_index)
     try:
         idle = api.memory_mib()
         paths = set(api.ask("/openapi.json")["paths"])
@@ -873,6 +909,9 @@ def _run(args: argparse.Namespace, root: Path) -> int:
                 "api_rss_mib": r.api_rss_mib,
                 "lake_mib": size / 2**20,
                 "build_s": build_s,
+                "search_index": search_index is not None,
+                "index_build_s": index_s,
+                "index_mib": index_mib,
             }
         )
     table = Table(

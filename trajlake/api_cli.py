@@ -77,6 +77,16 @@ def serve(
             "(default: TRAJLAKE_PROMETHEUS_URL)."
         ),
     ] = None,  # fmt: skip
+    search_index: Annotated[
+        Path | None,
+        typer.Option(
+            help="Directory of the text index searches use (default: one per lake under "
+            "TRAJLAKE_HOME/cache/search); filled in the background."
+        ),
+    ] = None,  # fmt: skip
+    index: Annotated[
+        bool, typer.Option("--index/--no-index", help="Search with the text index (else every search scans).")
+    ] = True,
 ) -> None:
     """Serve the read-only query API and its page until SIGINT/SIGTERM.
 
@@ -116,5 +126,45 @@ def serve(
         signal.signal(sig, stopped)
     app = create_app(root, token=s.api_token, storage_options=s.storage_options(root) or None,
                      reviewers=reviewers, publish=_publisher(s), review_topic=s.topic_curation,
-                     prometheus_url=prometheus or s.prometheus_url, blobs=blob_reader(s))  # fmt: skip
+                     prometheus_url=prometheus or s.prometheus_url, blobs=blob_reader(s),
+                     search_index=(search_index or s.search_index(root)) if index else None)  # fmt: skip
     uvicorn.run(app, host=bind_host, port=bind_port, log_level="warning")
+
+
+@api_app.command("index")
+def index_command(
+    lake: LakeOpt = None,
+    search_index: Annotated[
+        Path | None,
+        typer.Option(help="Directory of the text index (default: the one `api serve` uses for this lake)."),
+    ] = None,  # fmt: skip
+) -> None:
+    """Build the text index of the steps table now (what `api serve` builds in the background).
+
+    One entry per data file of the newest version; entries of files the table no longer holds
+    and untouched for an hour are removed.
+    """
+    import time
+
+    from api.text_index import TextIndex
+    from lake import Lake, LakeError
+
+    s = settings()
+    root = str(Path(lake).resolve()) if lake else s.lake_root()
+    where = search_index or s.search_index(root)
+    try:
+        table = Lake(root, s.storage_options(root) or None).table("steps")
+        fragments = list(table.to_pyarrow_dataset().get_fragments())
+    except (LakeError, OSError) as exc:
+        fail(f"cannot read the steps table of {root} ({exc}); fold the log into it first", ExitCode.NOT_READY)
+    text_index = TextIndex(where, build=False)
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        err_console.print(f"  indexed {done}/{total} data files ({time.monotonic() - started:.0f} s)")
+
+    built = text_index.build_now(fragments, progress=progress)
+    removed = text_index.prune(TextIndex.key(f) for f in fragments)
+    err_console.print(f"text index {text_index.root}: {built} data files indexed, "
+                      f"{len(fragments) - built} already were, {removed} stale entries removed "
+                      f"({time.monotonic() - started:.1f} s)")  # fmt: skip

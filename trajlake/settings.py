@@ -124,6 +124,12 @@ class Settings(BaseSettings):
         """Where the lake is: ``lake_uri`` (an object store), else the resolved directory."""
         return self.lake_uri or str(Path(self.lake).resolve())
 
+    def search_index(self, root: str) -> Path:
+        """The API's text index of the lake at ``root`` (local: one per lake, under the home)."""
+        import hashlib
+
+        return self.home / "cache" / "search" / hashlib.sha256(root.encode()).hexdigest()[:16]
+
     def storage_options(self, root: str | None = None) -> dict[str, str]:
         """delta-rs's options for ``root`` (default: this lake); empty for a local directory."""
         target = root or self.lake_root()

@@ -26,6 +26,7 @@ from api.deps import EpisodesVersion, Limit, ReaderDep, StepsVersion
 from api.errors import LakeUnavailableError
 from api.lake_reader import LakeReader, Snapshot, versions_of
 from api.models import EpisodePublic, SearchHitPublic, SearchPublic, SearchResultPublic
+from api.text_index import HITS, STEP_FIELDS
 from lake import LakeError
 
 router = APIRouter(prefix="/search", tags=["search"])
@@ -40,13 +41,6 @@ CORPUS = pa.schema(
 )
 """A row of searchable text."""
 
-STEP_FIELDS = {
-    "model_call": "completion",
-    "tool_call": "tool_call",
-    "tool_result": "tool_output",
-    "annotation": "annotation",
-}
-"""The step types whose ``text`` is searched, and what their text is called in a hit."""
 
 EPISODE_FIELDS = ("episode_id", "task_id", "task_family")
 """Columns of ``episodes`` searched."""
@@ -86,11 +80,6 @@ def _string_at(document: str, *path: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-HITS = pa.schema(
-    [pa.field("episode_id", pa.string()), pa.field("seq", pa.int64()), pa.field("field", pa.string())]
-)
-"""Where a query matched a step (the text itself is read again for the page's snippets only)."""
-
 BATCH_ROWS = 1 << 16
 """Rows of ``steps`` matched at a time: a search holds one batch and its hits, never the table."""
 
@@ -105,14 +94,21 @@ def _dataset(reader: LakeReader, version: int) -> Any:
 def step_hits(reader: LakeReader, version: int | None, q: str) -> pa.Table:
     """Every step at ``version`` whose searched text contains ``q`` (case-insensitive): :data:`HITS` rows.
 
-    The match is pushed into a scan of the ``steps`` table's ``episode_id``, ``seq``, ``type`` and
-    ``text`` columns (read a batch at a time by Arrow's threads); what is kept is where it matched.
+    With the reader's text index, from the index entries of the version's data files (a file
+    without one yet is scanned and queued for the index's builder). Without one, the match is
+    pushed into a scan of the ``steps`` table's ``episode_id``, ``seq``, ``type`` and ``text``
+    columns (read a batch at a time by Arrow's threads); what is kept is where it matched.
     """
     if version is None:
         return HITS.empty_table()
+    dataset = _dataset(reader, version)
+    if reader.text_index is not None:
+        try:
+            return reader.text_index.hits(list(dataset.get_fragments()), q)
+        except OSError as exc:
+            raise LakeUnavailableError(f"version {version} of table steps cannot be read: {exc}") from exc
     types = pa.array(list(STEP_FIELDS), pa.string())
     names = pa.array(list(STEP_FIELDS.values()), pa.string())
-    dataset = _dataset(reader, version)
     columns = ["episode_id", "seq", "type"]
     try:  # the match pushed into the scan: its threads read and match, only hits come back
         found = dataset.to_table(

@@ -297,3 +297,43 @@ def test_a_token_guards_search_and_quarantine(story_lake: StoryLake) -> None:
                     c.get(path, params=params, headers={"Authorization": f"Bearer {token}"}).status_code
                     == 200
                 )
+
+
+def test_search_with_the_text_index_answers_as_the_scan(
+    client: TestClient, story_lake: StoryLake, tmp_path: Path
+) -> None:
+    """The index (api/text_index.py) changes how steps are found, never what is found."""
+    queries = ["filenotfounderror", "[Errno 2]", "let me RUN the tests", "TEST", "pytest -q", "e", "x.py'",
+               ".*", "PYFIX-2", "caf\u00e9", "no such"]  # fmt: skip
+    batch1 = story_lake.after_batch1
+    first = {"steps_version": batch1["steps"], "version": batch1["episodes"]}
+    app = create_app(story_lake.root, search_index=tmp_path / "index")
+    index = app.state.reader.text_index
+    with TestClient(app) as indexed:
+        for rounds in range(2):  # scanned (the files queued), then answered from the built entries
+            for q in queries:
+                for pinned in ({}, first):
+                    assert get(indexed, "/search", q=q, limit=500, **pinned) == get(
+                        client, "/search", q=q, limit=500, **pinned
+                    ), (q, pinned, rounds)
+            assert index.wait(120)
+            entries = sorted(p.name for p in index.root.iterdir())
+            assert entries and not index.failed
+    steps = Lake(story_lake.root).table("steps").to_pyarrow_dataset()
+    files = {Path(f.path).name for f in steps.get_fragments()}
+    assert files <= set(entries)  # every data file of the newest version has its entry
+
+
+def test_api_index_builds_every_entry_once(story_lake: StoryLake, tmp_path: Path) -> None:
+    from tests.trajlake.test_cli_errors import NOT_READY, cli
+
+    where = tmp_path / "index"
+    code, out = cli(tmp_path, "api", "index", "--lake", str(story_lake.root), "--search-index", str(where))
+    steps = Lake(story_lake.root).table("steps").to_pyarrow_dataset()
+    files = {Path(f.path).name for f in steps.get_fragments()}
+    assert code == 0 and f"{len(files)} data files indexed, 0 already were" in " ".join(out.split()), out
+    assert {p.name for p in (where / "v1").iterdir()} == files
+    code, out = cli(tmp_path, "api", "index", "--lake", str(story_lake.root), "--search-index", str(where))
+    assert code == 0 and f"0 data files indexed, {len(files)} already were" in " ".join(out.split()), out
+    code, out = cli(tmp_path, "api", "index", "--lake", str(tmp_path / "none"))
+    assert code == NOT_READY and "fold the log into it first" in out, out
