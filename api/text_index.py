@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 """Bumped when an entry's layout or its terms change: entries of another format are rebuilt."""
 
 STEP_FIELDS = {
@@ -68,12 +68,13 @@ HITS = pa.schema(
 
 ROWS = pa.schema(
     [
-        pa.field("episode_id", pa.string()),
+        pa.field("episode_id", pa.dictionary(pa.int32(), pa.string())),
         pa.field("seq", pa.int64()),
-        pa.field("field", pa.string()),
+        pa.field("field", pa.dictionary(pa.int8(), pa.string())),
         pa.field("text", pa.large_string()),
     ]
 )
+"""An entry's rows (episode ids and fields dictionary-encoded: a hit takes a code, not a string)."""
 TERMS = pa.schema([pa.field("term", pa.large_string()), pa.field("end", pa.int64())])
 POSTINGS = pa.schema([pa.field("row", pa.uint32())])
 
@@ -192,12 +193,10 @@ class Entry:
         self.path = path
         self.rows = _read(path / "rows.arrow")
         terms = _read(path / "terms.arrow")
-        self.terms = terms.column("term").combine_chunks()
-        self.ends = terms.column("end").combine_chunks().to_numpy()
-        self.postings = _read(path / "postings.arrow").column("row").combine_chunks().to_numpy()
-        # (one array: a table of no batches gives a chunked array of no chunks, which some kernels
-        # do not take; one batch, as written, combines without a copy)
-        self.text = self.rows.column("text").combine_chunks()
+        self.terms = _array(terms.column("term"))
+        self.ends = _array(terms.column("end")).to_numpy()
+        self.postings = _array(_read(path / "postings.arrow").column("row")).to_numpy()
+        self.text = _array(self.rows.column("text"))
 
     def matching_rows(self, q: str, tokens: list[Token] | None) -> np.ndarray:
         """Indices (into ``rows``) of the rows whose text contains ``q``, case-insensitively."""
@@ -232,6 +231,15 @@ class Entry:
         return self.rows.select(["episode_id", "seq", "field"]).take(pa.array(rows, pa.int64()))
 
 
+def _array(column: pa.ChunkedArray) -> pa.Array:
+    """One array of a column read from an entry: its one batch, not a copy (``combine_chunks`` copies).
+
+    (A table of no batches, which an empty file writes, gives a chunked array of no chunks, which
+    some kernels do not take: an empty array then.)
+    """
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
 def _read(path: Path) -> pa.Table:
     # (not closed here: the table's buffers are the mapping, which lives as long as they do)
     return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
@@ -259,9 +267,9 @@ def searched_rows(table: pa.Table) -> pa.Table:
     table, kind = table.filter(keep), pc.filter(kind, keep)
     return pa.Table.from_arrays(
         [
-            table["episode_id"],
+            table["episode_id"].combine_chunks().dictionary_encode(),
             table["seq"],
-            pc.take(names, kind),
+            pc.take(names, kind).dictionary_encode().cast(ROWS.field("field").type),
             table["text"],
         ],
         schema=ROWS,
@@ -330,6 +338,25 @@ class TextIndex:
         self._builder: threading.Thread | None = None
         self.built = 0
         self.failed: dict[str, str] = {}
+        self._fragments: OrderedDict[Any, list[Any]] = OrderedDict()
+
+    def fragments(self, key: Any, make: Any) -> list[Any]:
+        """The data files of one table version (``make()`` lists them; the newest few are kept).
+
+        Listing them costs tens of milliseconds at a hundred files (delta-rs builds each file's
+        statistics into an expression), every search.
+        """
+        with self._lock:
+            found = self._fragments.get(key)
+            if found is not None:
+                self._fragments.move_to_end(key)
+                return found
+        made = list(make())
+        with self._lock:
+            self._fragments[key] = made
+            while len(self._fragments) > 8:
+                self._fragments.popitem(last=False)
+        return made
 
     @staticmethod
     def key(fragment: Any) -> str:

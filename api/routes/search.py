@@ -101,12 +101,15 @@ def step_hits(reader: LakeReader, version: int | None, q: str) -> pa.Table:
     """
     if version is None:
         return HITS.empty_table()
-    dataset = _dataset(reader, version)
     if reader.text_index is not None:
         try:
-            return reader.text_index.hits(list(dataset.get_fragments()), q)
+            fragments = reader.text_index.fragments(
+                (reader.lake.root, version), lambda: _dataset(reader, version).get_fragments()
+            )
+            return reader.text_index.hits(fragments, q)
         except OSError as exc:
             raise LakeUnavailableError(f"version {version} of table steps cannot be read: {exc}") from exc
+    dataset = _dataset(reader, version)
     types = pa.array(list(STEP_FIELDS), pa.string())
     names = pa.array(list(STEP_FIELDS.values()), pa.string())
     columns = ["episode_id", "seq", "type"]
@@ -274,28 +277,35 @@ def search(
         ("search_instructions", episodes.version),
         lambda _: instruction_corpus(reader, resolved, imported),
     )
-    corpus = pa.concat_tables([by_episode, by_instruction])
-    in_steps = reader.derived(steps, ("search", q.lower()), lambda _: step_hits(reader, resolved, q))
-    hits = pa.concat_tables([
-        corpus.filter(pc.match_substring(corpus["text"], q, ignore_case=True)),
-        in_steps.append_column("text", pa.nulls(in_steps.num_rows, pa.string())),
-    ])  # fmt: skip
-    matching_ids = pc.unique(hits["episode_id"])
     ordered = reader.derived(episodes, "newest_first", newest_first)
-    matching = ordered.filter(pc.is_in(ordered["episode_id"], value_set=matching_ids))
-    # (steps newer than the episodes version read may hold episodes it does not: not counted)
-    hits = hits.filter(pc.is_in(hits["episode_id"], value_set=matching["episode_id"].combine_chunks()))
+    key = (resolved, tasks.version, q.lower())
+
+    def every_hit(_: pa.Table) -> pa.Table:
+        corpus = pa.concat_tables([by_episode, by_instruction])
+        in_steps = reader.derived(steps, ("search", q.lower()), lambda _: step_hits(reader, resolved, q))
+        found = pa.concat_tables([
+            corpus.filter(pc.match_substring(corpus["text"], q, ignore_case=True)),
+            in_steps.append_column("text", pa.nulls(in_steps.num_rows, pa.string())),
+        ])  # fmt: skip
+        # (steps newer than the episodes version read may hold episodes it does not: not counted)
+        return found.filter(pc.is_in(found["episode_id"], value_set=ordered["episode_id"].combine_chunks()))
+
+    # what matched, per (episodes, steps, tasks) versions and query: the pages of one search look once
+    hits = reader.derived(episodes, ("search_hits", *key), every_hit)
+    matching = reader.derived(
+        episodes,
+        ("search_matching", *key),
+        lambda _: ordered.filter(pc.is_in(ordered["episode_id"], value_set=pc.unique(hits["episode_id"]))),
+    )
     rows = matching.slice(page.offset, limit).to_pylist()
+    page_ids = [r["episode_id"] for r in rows]
+    mine = hits.filter(pc.is_in(hits["episode_id"], value_set=pa.array(page_ids, pa.string())))
     counts: dict[str, int] = {}
     if rows:
-        grouped = hits.group_by("episode_id").aggregate([("field", "count")])
+        grouped = mine.group_by("episode_id").aggregate([("field", "count")])
         counts = dict(zip(grouped["episode_id"].to_pylist(), grouped["field_count"].to_pylist(), strict=True))
     per_episode = (
-        _hits_of_page(
-            hits, [r["episode_id"] for r in rows], q, max_hits, lambda h: _texts(reader, resolved, h)
-        )
-        if rows
-        else {}
+        _hits_of_page(mine, page_ids, q, max_hits, lambda h: _texts(reader, resolved, h)) if rows else {}
     )
     versions = versions_of(episodes, steps, tasks)
     return SearchPublic(

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 
 from api import create_app
 from api.routes.search import episode_corpus, snippet
+from api.text_index import TextIndex
 from ingest.kafka_broker import EmbeddedKafka
 from lake import Lake
 from pipelines import PipelineConfig, run_once
@@ -332,7 +333,7 @@ def test_api_index_builds_every_entry_once(story_lake: StoryLake, tmp_path: Path
     steps = Lake(story_lake.root).table("steps").to_pyarrow_dataset()
     files = {Path(f.path).name for f in steps.get_fragments()}
     assert code == 0 and f"{len(files)} data files indexed, 0 already were" in " ".join(out.split()), out
-    assert {p.name for p in (where / "v1").iterdir()} == files
+    assert {p.name for p in TextIndex(where).root.iterdir()} == files
     code, out = cli(tmp_path, "api", "index", "--lake", str(story_lake.root), "--search-index", str(where))
     assert code == 0 and f"0 data files indexed, {len(files)} already were" in " ".join(out.split()), out
     code, out = cli(tmp_path, "api", "index", "--lake", str(tmp_path / "none"))
