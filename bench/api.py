@@ -42,6 +42,8 @@ at least 5, once a query's requests took ``--budget-s`` seconds):
   in about 3% of the steps): nothing cached for the query; the API answers from its text index
   of ``steps`` (api/text_index.py; built, or brought up to date, before the timing, its time and
   size reported), or with ``--no-index`` by scanning ``steps``, as every DuckDB query does;
+- ``search_rare``: the same with a rarer phrase no request asked before (``test_case_<n> passed on
+  rerun``, n < 50, each in about 1 tool output in 12,500), as a search for an error or a name is;
 - ``timeline``: ``GET /episodes/{id}?include_payload=true`` for a random episode each time (its
   row, steps by ``seq`` with payloads, rewards and failures).
 
@@ -681,7 +683,7 @@ def timeline_query(ids: list[str]) -> Query:
     )
 
 
-QUERIES = ("breakdown", "clusters", "search", "search_new", "timeline")
+QUERIES = ("breakdown", "clusters", "search", "search_new", "search_rare", "timeline")
 
 MIN_REQUESTS = 5
 """Timed requests each way a query makes, whatever its time budget."""
@@ -869,6 +871,8 @@ def _run(args: argparse.Namespace, root: Path) -> int:
             search_query(args.word),
             # words no request searched before (while k < 30), each in many tool outputs
             search_query("", "search_new", lambda k: f"{k % 30 + 1} passed in"),
+            # a rarer new phrase each request (while k < 50): in about 1 tool output in 12,500
+            search_query("", "search_rare", lambda k: f"test_case_{k % 50} passed on rerun"),
             timeline_query(picks),
         ]
         queries = [q for q in queries if q.name in asked]
