@@ -22,7 +22,7 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -107,13 +107,14 @@ class EpisodeRecorder:
         blobs: BlobStore | None = None,
         inline_limit: int = 8192,
         infra_errors: tuple[type[BaseException], ...] = (),
+        producer: Producer | None = None,
     ) -> None:
         self.delivery = delivery
         self.topic = topic
         self.blobs = blobs
         self.inline_limit = inline_limit
         self.infra_errors: tuple[type[BaseException], ...] = (InfraError, *infra_errors)
-        self.producer = Producer(
+        self.producer = producer or Producer(
             worker_id=worker_id, host=socket.gethostname(), sdk_version=SDK_VERSION, pid=os.getpid()
         )
         self._producer_json = self.producer.model_dump_json().encode("utf-8")
@@ -191,12 +192,16 @@ class EpisodeRecorder:
         metadata: Mapping[str, Any] | None = None,
         ts: dt.datetime | None = None,
         keep_events: bool = False,
+        event_ids: Callable[[int], str] | None = None,
     ) -> Episode:
         """Start an episode: records ``episode_started`` and returns the episode.
 
         Use it as a context manager so that it always ends with ``episode_ended``.
         With ``keep_events`` the episode also keeps its events (parsed back from
         the bytes sent) in ``episode.events``, for a judge at the end.
+        ``event_ids(seq)`` names each event (default: a fresh UUIDv7): an importer derives
+        them from its source, so that importing the same source again sends the same ids
+        and the pipeline keeps one copy.
 
         Raises:
             SchemaError: an argument violates the ``episode_started`` schema.
@@ -210,6 +215,7 @@ class EpisodeRecorder:
                 [("episode_id", "must be 1-512 characters")],
             )
         ep = Episode(self, eid)
+        ep._event_ids = event_ids
         if keep_events:
             ep.events = []
         ep._emit(
@@ -311,6 +317,7 @@ class Episode:
         self._partition_known = False
         self._call_counter = 0
         self._lock = threading.Lock()
+        self._event_ids: Callable[[int], str] | None = None
         self.events: list[Event] | None = None
         """The episode's events as recorded, when the episode keeps them (``keep_events``)."""
 
@@ -601,7 +608,7 @@ class Episode:
                 )
             else:
                 stamp = ts.astimezone(dt.UTC)
-            event_id = new_id()
+            event_id = new_id() if self._event_ids is None else self._event_ids(self.seq)
             value = b"%s%s%s%d%s%s%s%s}" % (
                 b'{"event_id":"',
                 event_id.encode(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -36,7 +37,9 @@ def schemas_export(
 
 
 def import_(
-    paths: Annotated[list[Path], typer.Argument(exists=True, dir_okay=False, help="Trajectory files.")],
+    paths: Annotated[
+        list[Path], typer.Argument(exists=True, help="Trajectory files, or directories of them (walked).")
+    ],
     fmt: Annotated[TrajectoryFormat, typer.Option("--format", help="The files' format.")] = (
         TrajectoryFormat.auto
     ),
@@ -46,41 +49,108 @@ def import_(
     """Import other agents' trajectories as trajlake events (through the recorder).
 
     Every file is checked first; the good ones are recorded even when others are not
-    (exit 1 then, naming each bad file).
+    (exit 1 then, naming each bad file). In a directory, files of no known format are
+    skipped and counted. A file imports under ids derived from its format and content:
+    one imported before (named in this home's import ledger or in the lake) is skipped,
+    and a copy that still reaches the log carries the same event ids, which the pipeline
+    keeps once.
     """
     from ingest import EpisodeRecorder
     from ingest.importers import check_file, import_file
+    from ingest.importers.ledger import ImportLedger
+    from ingest.importers.report import SourceFile, import_episode_id
     from ingest.kafka_broker import require_broker
     from schemas.errors import TrajlakeError
+    from schemas.events import SDK_VERSION, Producer
 
     s = settings()
-    todo: list[tuple[Path, str]] = []
-    failed = 0
-    for path in paths:
+    todo: list[tuple[Path, str, str]] = []
+    failed = skipped = 0
+    files = _import_files(paths)
+    for path, from_directory in files:
         try:
-            todo.append((path, check_file(path, None if fmt is TrajectoryFormat.auto else fmt.value)))
+            name = check_file(path, None if fmt is TrajectoryFormat.auto else fmt.value)
+            todo.append((path, name, import_episode_id(name, SourceFile.read(path).sha256)))
         except TrajlakeError as exc:
+            if from_directory:
+                skipped += 1
+                continue
             failed += 1
             err_console.print(f"[red]{escape(str(exc))}[/red]", highlight=False)
-    if todo:
+    if skipped:
+        err_console.print(f"skipped {skipped} files of no known trajectory format in the directories given")
+    ledger = ImportLedger(s.home / "imports" / "ledger.jsonl")
+    seen = ledger.known({e for _, _, e in todo}) | _in_lake(s, {e for _, _, e in todo})
+    fresh = []
+    for path, name, eid in todo:
+        if eid in seen:
+            message = f"{path}: already imported as episode {eid}; skipped (the same content imports under "
+            message += "the same ids, so importing it again would add nothing)"
+            if as_json:
+                skip = {"source": str(path), "format": name, "episode_id": eid, "skipped": message}
+                print(json.dumps(skip))
+            else:
+                console.print(escape(message), highlight=False)
+        elif eid not in {e for _, _, e in fresh}:
+            fresh.append((path, name, eid))
+    if fresh:
         require_broker(s.kafka_bootstrap)
+        done = []
+        # no pid: an import's envelopes are the same on every run on this host, so a copy that is
+        # sent again (where the source has its times) is a re-send the pipeline drops, not a conflict
+        producer = Producer(worker_id=worker_id, host=socket.gethostname(), sdk_version=SDK_VERSION)
         with EpisodeRecorder.open(
-            bootstrap=s.kafka_bootstrap, home=s.home, worker_id=worker_id, topic=s.topic_episodes
-        ) as recorder:
-            for path, name in todo:
+            bootstrap=s.kafka_bootstrap, home=s.home, worker_id=worker_id, topic=s.topic_episodes,
+            producer=producer,
+        ) as recorder:  # fmt: skip
+            for path, name, _ in fresh:
                 try:
                     report = import_file(path, recorder, format=name)
                 except TrajlakeError as exc:
                     failed += 1
                     err_console.print(f"[red]{escape(str(exc))}[/red]", highlight=False)
                     continue
+                done.append(report)
                 if as_json:
                     print(json.dumps(vars(report), default=str))
                 else:
                     console.print(report.summary())
             recorder.flush(timeout=120)
+        ledger.add(done)
     if failed:
-        fail(f"{failed} of {len(paths)} files were not imported")
+        fail(f"{failed} of {len(files)} files were not imported")
+
+
+def _import_files(paths: list[Path]) -> list[tuple[Path, bool]]:
+    """The files to import: each path given, and every file under each directory (sorted), once."""
+    out: dict[Path, bool] = {}
+    for path in paths:
+        if path.is_dir():
+            for found in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+                out.setdefault(found.resolve(), True)
+        else:
+            out[path.resolve()] = False
+    return list(out.items())
+
+
+def _in_lake(s: Any, episode_ids: set[str]) -> set[str]:
+    """Which of ``episode_ids`` the lake's ``episodes`` table holds (none: no lake or table yet)."""
+    from lake import Lake, LakeError
+
+    if not episode_ids:
+        return set()
+    root = s.lake_root()
+    try:
+        lake = Lake(root, s.storage_options(root) or None)
+        found: set[str] = set()
+        ids = sorted(episode_ids)
+        for i in range(0, len(ids), 1000):
+            chunk = ", ".join("'" + e.replace("'", "''") + "'" for e in ids[i : i + 1000])
+            rows = lake.read("episodes", where=f"episode_id IN ({chunk})", columns=["episode_id"])
+            found |= set(rows["episode_id"].to_pylist())
+        return found
+    except (LakeError, OSError):
+        return set()
 
 
 # ------------------------------------------------------------------ spool

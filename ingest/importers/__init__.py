@@ -110,7 +110,8 @@ def import_file(
         path: the trajectory file.
         recorder: the recorder the events go through (it is not closed).
         format: a key of :data:`FORMATS`; detected from the content when ``None``.
-        episode_id: the episode id to record under (a fresh UUIDv7 when ``None``).
+        episode_id: the episode id to record under (``None``: derived from the format and the
+            content, so a re-import names the same episode and sends the same event ids).
 
     Returns:
         The report of what was recorded and what was kept only as annotations.

@@ -258,7 +258,8 @@ def import_mini_swe_agent(
     Args:
         path: the ``.traj.json`` file.
         recorder: the recorder the events go through.
-        episode_id: the episode id to record under (a fresh UUIDv7 when ``None``).
+        episode_id: the episode id to record under (``None``: derived from the format and the
+            content, so a re-import names the same episode and sends the same event ids).
 
     Returns:
         What was recorded, and what could only be kept as annotations.
@@ -279,7 +280,9 @@ class _Importer:
         self.source = source
         self.traj = traj
         self.recorder = recorder
-        self.report = ImportReport(source=source.path, format=FORMAT, source_items=len(traj.messages))
+        self.report = ImportReport(
+            source=source.path, format=FORMAT, sha256=source.sha256, source_items=len(traj.messages)
+        )
         self.prompt: list[ChatMessage] = []
         self.pending: _Pending | None = None
         self.pending_tools: dict[str, _Pending] = {}
@@ -317,10 +320,12 @@ class _Importer:
         )
         metadata = {k: v for k, v in metadata.items() if v is not None}
 
+        episode_id, event_ids = self.source.ids(FORMAT, known[0] if known else None, episode_id)
         with self.recorder.episode(
             task=TaskRef(id=task_id, family=FAMILY),
             policy=PolicyRef(id=policy_id),
             episode_id=episode_id,
+            event_ids=event_ids,
             metadata=metadata,
             ts=known[0] if known else None,
         ) as episode:

@@ -147,7 +147,8 @@ def import_openhands(
     Args:
         path: the trajectory JSON file.
         recorder: the recorder the events go through.
-        episode_id: the episode id to record under (a fresh UUIDv7 when ``None``).
+        episode_id: the episode id to record under (``None``: derived from the format and the
+            content, so a re-import names the same episode and sends the same event ids).
 
     Returns:
         What was recorded, and what could only be kept as annotations.
@@ -171,7 +172,9 @@ class _Importer:
         self.events = events
         self.top = top
         self.recorder = recorder
-        self.report = ImportReport(source=source.path, format=FORMAT, source_items=len(events))
+        self.report = ImportReport(
+            source=source.path, format=FORMAT, sha256=source.sha256, source_items=len(events)
+        )
         self.timestamps = [source_timestamp(e.get("timestamp")) for e in events]
         self.prompt: list[ChatMessage] = []
         self.open_calls: dict[Any, _Call] = {}
@@ -218,10 +221,12 @@ class _Importer:
         )
         metadata = {k: v for k, v in metadata.items() if v is not None}
 
+        episode_id, event_ids = self.source.ids(FORMAT, known[0] if known else None, episode_id)
         with self.recorder.episode(
             task=TaskRef(id=str(instance_id) if instance_id else _stem(self.source.path), family=FAMILY),
             policy=PolicyRef(id=model or DEFAULT_POLICY),
             episode_id=episode_id,
+            event_ids=event_ids,
             metadata=metadata,
             ts=known[0] if known else None,
         ) as episode:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from typing import Any
 from ingest.errors import ImportFormatError
 from ingest.recorder import Episode, EpisodeRecorder
 from schemas.events import ChatMessage, EpisodeStatus, ToolErrorKind
+from schemas.ids import derived_id
 
 UNMAPPED_KEY = "import.unmapped"
 """Annotation key of a source item that has no first-class event type."""
@@ -84,6 +85,20 @@ class SourceFile:
             return False
         recorder.blobs.put(self.raw)
         return True
+
+    def ids(
+        self, source_format: str, start: dt.datetime | None, episode_id: str | None = None
+    ) -> tuple[str, Callable[[int], str]]:
+        """The episode id and event ids (by ``seq``) this file imports under: functions of its content.
+
+        Importing the same bytes again sends the same ids, so the pipeline keeps one copy of
+        each event (and one episode); :func:`import_episode_id` names the episode from the
+        format and the content alone, before anything is parsed. The event ids' time bits are
+        the source's first timestamp (0 without one).
+        """
+        eid = episode_id or import_episode_id(source_format, self.sha256)
+        ms = _ms(start)
+        return eid, lambda seq: derived_id(ms, f"{eid}/{seq}")
 
     def metadata(self, recorder: EpisodeRecorder, source_format: str) -> dict[str, Any]:
         """Keep the file (see :meth:`keep`) and return the ``episode_started`` metadata naming it."""
@@ -167,6 +182,7 @@ class ImportReport:
         notes: decisions the importer took that a reader should know about
             (e.g. an exit status with no trajlake equivalent).
         status: the ``episode_ended`` status recorded.
+        sha256: hex sha256 of the file's bytes (its identity: the ids derive from it).
     """
 
     source: Path
@@ -179,6 +195,7 @@ class ImportReport:
     unmapped_items: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     status: EpisodeStatus | None = None
+    sha256: str = ""
 
     @property
     def total_events(self) -> int:
@@ -351,3 +368,15 @@ class ReportingEpisode:
     def _counted(self, index: int, event_type: str) -> None:
         self.report.count(event_type)
         self.report.map_item(index, event_type)
+
+
+def _ms(start: dt.datetime | None) -> int:
+    return 0 if start is None else max(0, int(start.timestamp() * 1000))
+
+
+def import_episode_id(source_format: str, sha256: str) -> str:
+    """The episode id of an import of the file whose content hashes to ``sha256`` in ``source_format``.
+
+    A UUIDv7 whose time bits are 0: it is a function of the content, which has no time of its own.
+    """
+    return derived_id(0, f"import/{source_format}/{sha256}")
