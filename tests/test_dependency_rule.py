@@ -16,6 +16,7 @@ ALLOWED: dict[str, set[str]] = {
     "lake": {"infra", "schemas"},
     "sandboxes": {"schemas"},
     "ingest": {"infra", "schemas"},
+    "importers": {"ingest", "schemas"},
     "judges": {"sandboxes", "ingest", "schemas"},
     "rollouts": {"judges", "sandboxes", "ingest", "lake", "schemas"},
     "learners": {"lake", "ingest", "schemas"},

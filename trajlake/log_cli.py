@@ -11,7 +11,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from trajlake.options import TrajectoryFormat
 from trajlake.terminal import console, err_console, fail, settings
 
 if TYPE_CHECKING:
@@ -40,9 +39,15 @@ def import_(
     paths: Annotated[
         list[Path], typer.Argument(exists=True, help="Trajectory files, or directories of them (walked).")
     ],
-    fmt: Annotated[TrajectoryFormat, typer.Option("--format", help="The files' format.")] = (
-        TrajectoryFormat.auto
-    ),
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="The files' format: mini-swe-agent, openhands, swe-agent, or one another package "
+            "registers (default: detected from each file's content).",
+            callback=lambda value: _known_format(value),
+        ),
+    ] = None,
     worker_id: Annotated[str, typer.Option(help="Spool/producer id of the importer.")] = "importer",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON report per file.")] = False,
 ) -> None:
@@ -55,10 +60,10 @@ def import_(
     and a copy that still reaches the log carries the same event ids, which the pipeline
     keeps once.
     """
+    from importers import check_file, import_file
+    from importers.ledger import ImportLedger
+    from importers.report import SourceFile, import_episode_id
     from ingest import EpisodeRecorder
-    from ingest.importers import check_file, import_file
-    from ingest.importers.ledger import ImportLedger
-    from ingest.importers.report import SourceFile, import_episode_id
     from ingest.kafka_broker import require_broker
     from schemas.errors import TrajlakeError
     from schemas.events import SDK_VERSION, Producer
@@ -69,7 +74,7 @@ def import_(
     files = _import_files(paths)
     for path, from_directory in files:
         try:
-            name = check_file(path, None if fmt is TrajectoryFormat.auto else fmt.value)
+            name = check_file(path, None if fmt in (None, "auto") else fmt)
             todo.append((path, name, import_episode_id(name, SourceFile.read(path).sha256)))
         except TrajlakeError as exc:
             if from_directory:
@@ -119,6 +124,15 @@ def import_(
         ledger.add(done)
     if failed:
         fail(f"{failed} of {len(files)} files were not imported")
+
+
+def _known_format(value: str | None) -> str | None:
+    from importers import formats
+
+    if value not in (None, "auto") and value not in formats():
+        known = ", ".join(sorted(formats()))
+        raise typer.BadParameter(f"unknown trajectory format {value!r}; one of {known}")
+    return value
 
 
 def _import_files(paths: list[Path]) -> list[tuple[Path, bool]]:

@@ -29,14 +29,6 @@ class LearnerBackend(StrEnum):
     jax = "jax"
 
 
-class TrajectoryFormat(StrEnum):
-    """Formats ``trajlake import`` reads (``ingest.importers.FORMATS``), or ``auto``."""
-
-    auto = "auto"
-    mini_swe_agent = "mini-swe-agent"
-    openhands = "openhands"
-
-
 class Runner(StrEnum):
     """Where the pipeline's Beam graph runs."""
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.importers.report import SourceFile, import_episode_id
+from importers.report import SourceFile, import_episode_id
 from ingest.kafka_broker import EmbeddedKafka
 from lake import Lake
 from tests.conftest import FIXTURES
@@ -44,10 +44,13 @@ def test_importing_the_same_files_again_adds_nothing(kafka: EmbeddedKafka, tmp_p
     (folder / "nested").mkdir(parents=True)
     shutil.copy(FIXTURES / "openhands" / "basic.json", folder / "basic.json")
     shutil.copy(FIXTURES / "mini-swe-agent" / "local.traj.json", folder / "nested" / "local.traj.json")
+    traj = Path(__file__).resolve().parents[1] / "fixtures" / "trajectories" / "swe-agent"
+    shutil.copy(traj / "swe-agent__test-repo-i1.traj", folder / "nested" / "run.traj")
     (folder / "notes.txt").write_text("not a trajectory")
     expected = {
         import_episode_id("openhands", SourceFile.read(folder / "basic.json").sha256),
         import_episode_id("mini-swe-agent", SourceFile.read(folder / "nested" / "local.traj.json").sha256),
+        import_episode_id("swe-agent", SourceFile.read(folder / "nested" / "run.traj").sha256),
     }
 
     first = run(home, port, "import", "--json", str(folder), env=env)
@@ -83,9 +86,9 @@ def test_importing_the_same_files_again_adds_nothing(kafka: EmbeddedKafka, tmp_p
     assert set(lake.read("episodes", columns=["episode_id"])["episode_id"].to_pylist()) == expected
     assert lake.read("steps", columns=["episode_id"]).num_rows == steps_before
     # the copies are byte for byte the first ones where the source has its times (an import's
-    # producer has no pid): re-sends, dropped. Where it has none (mini-swe-agent's messages), the
+    # producer has no pid): re-sends, dropped. Where it has none (mini-swe-agent, SWE-agent), the
     # envelope's time is the import's, so those copies differ and are quarantined as conflicts
     quarantine = lake.read("quarantine", columns=["error"])["error"].to_pylist()
     assert all("already names another event" in e for e in quarantine)
-    mini = next(r for r in reports if r["format"] == "mini-swe-agent")
-    assert len(quarantine) == sum(mini["events"].values())
+    timeless = [r for r in reports if r["format"] in ("mini-swe-agent", "swe-agent")]
+    assert len(quarantine) == sum(sum(r["events"].values()) for r in timeless)

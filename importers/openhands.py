@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ingest.errors import ImportFormatError
-from ingest.importers.report import (
+from importers import TrajectoryFormat
+from importers.report import (
     ImportReport,
     ReportingEpisode,
     SourceFile,
@@ -52,11 +52,12 @@ from ingest.importers.report import (
     json_kind,
     source_timestamp,
 )
+from ingest.errors import ImportFormatError
 from ingest.recorder import EpisodeRecorder
 from schemas.events import ChatMessage, EpisodeStatus, PolicyRef, TaskRef
 
 FORMAT = "openhands"
-"""Name of this format in ``FORMATS``."""
+"""Name of this format in ``importers.formats()``."""
 
 FAMILY = "imported/openhands"
 """Task family of imported episodes."""
@@ -497,3 +498,12 @@ def _seconds(value: Any) -> float:
 def _stem(path: Path) -> str:
     name = path.name
     return name[: -len(".json")] if name.endswith(".json") and len(name) > 5 else name
+
+
+TRAJECTORY_FORMAT = TrajectoryFormat(
+    name=FORMAT,
+    looks_like=looks_like,
+    import_file=import_openhands,
+    description="OpenHands event stream (a JSON list of events, or an object with them under history)",
+)
+"""This format, as the ``trajlake.importers`` entry point registers it."""

@@ -1,4 +1,9 @@
-"""Importers of mini-swe-agent and OpenHands trajectories, on the real fixture files."""
+"""Importers of mini-swe-agent, OpenHands and SWE-agent trajectories, on the real fixture files.
+
+The tests under "every fixture" are the case every importer passes (add a format's fixtures to
+``ALL``): one contiguous episode, counts equal to what was delivered, every source item mapped
+or kept, every result answering a call, detection from content, and ids that a re-import repeats.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +18,23 @@ from typing import Any
 
 import pytest
 
+from importers import ImportReport, detect_format, formats, import_file
 from ingest import EpisodeRecorder, MemorySink
 from ingest.errors import ImportFormatError
-from ingest.importers import FORMATS, ImportReport, detect_format, import_file
 from schemas import ChatMessage, parse_event
 from schemas.events import EventBase
 from tests.conftest import FIXTURES
 
+OWN_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "trajectories"
+"""Fixtures of this repository (their sources in each folder's README)."""
 MINI = sorted((FIXTURES / "mini-swe-agent").glob("*.traj.json"))
 OPENHANDS = sorted((FIXTURES / "openhands").glob("*.json"))
-ALL = [(p, "mini-swe-agent") for p in MINI] + [(p, "openhands") for p in OPENHANDS]
+SWE = sorted((OWN_FIXTURES / "swe-agent").glob("*.traj"))
+ALL = (
+    [(p, "mini-swe-agent") for p in MINI]
+    + [(p, "openhands") for p in OPENHANDS]
+    + [(p, "swe-agent") for p in SWE]
+)
 IDS = [f"{fmt}/{p.name}" for p, fmt in ALL]
 COMMAND_BLOCK = re.compile(r"```mswea_bash_command\n(.*?)\n```", re.DOTALL)
 
@@ -66,6 +78,8 @@ def run_import(recorder: tuple[EpisodeRecorder, MemorySink], path: Path, fmt: st
 
 def source_items(path: Path) -> list[Any]:
     data = json.loads(path.read_text())
+    if isinstance(data, dict) and "trajectory" in data:  # SWE-agent: its steps
+        return list(data["trajectory"])
     if isinstance(data, dict):
         return list(data.get("messages", data.get("history", [])))
     return list(data)
@@ -80,6 +94,10 @@ def write(tmp_path: Path, name: str, data: Any) -> Path:
 def test_the_fixture_files_are_present() -> None:
     assert [p.name for p in MINI] == ["github_issue.traj.json", "local.traj.json"]
     assert [p.name for p in OPENHANDS] == ["basic.json", "basic_interactions.json"]
+    assert [p.name for p in SWE] == [
+        "marshmallow-code__marshmallow-1867.traj",
+        "swe-agent__test-repo-i1.traj",
+    ]
 
 
 # ---------------------------------------------------------------- every fixture
@@ -157,6 +175,8 @@ def test_every_tool_result_answers_an_earlier_tool_call(recorder: Any, path: Pat
         "local.traj.json": 2,
         "basic.json": 1,
         "basic_interactions.json": 0,
+        "marshmallow-code__marshmallow-1867.traj": 11,
+        "swe-agent__test-repo-i1.traj": 5,
     }
     assert results == expected[path.name]
 
@@ -164,12 +184,38 @@ def test_every_tool_result_answers_an_earlier_tool_call(recorder: Any, path: Pat
 @pytest.mark.parametrize(("path", "fmt"), ALL, ids=IDS)
 def test_detect_format_names_each_fixture(path: Path, fmt: str) -> None:
     assert detect_format(path) == fmt
-    assert fmt in FORMATS
+    assert fmt in formats()
 
 
 @pytest.mark.parametrize(("path", "fmt"), ALL, ids=IDS)
 def test_import_without_format_detects_it(recorder: Any, path: Path, fmt: str) -> None:
     assert run_import(recorder, path, None).report.format == fmt
+
+
+@pytest.mark.parametrize(("path", "fmt"), ALL, ids=IDS)
+def test_a_reimport_names_the_same_episode_and_events(tmp_path: Path, path: Path, fmt: str) -> None:
+    def ids(home: Path) -> list[tuple[str, str, int]]:
+        sink = MemorySink()
+        rec = EpisodeRecorder.open(bootstrap="unused", home=home, worker_id="imp", sink=sink)
+        try:
+            import_file(path, rec, format=fmt)
+            rec.flush(timeout=10)
+        finally:
+            rec.close()
+        return [(e.episode_id, e.event_id, e.seq) for e in map(parse_event, sink.values())]
+
+    first = ids(tmp_path / "a")
+    assert first == ids(tmp_path / "b")
+    assert len({e for _, e, _ in first}) == len(first)
+    # another file's content is another episode
+    other = tmp_path / path.name
+    other.write_bytes(path.read_bytes() + b"\n")
+    sink = MemorySink()
+    rec = EpisodeRecorder.open(bootstrap="unused", home=tmp_path / "c", worker_id="imp", sink=sink)
+    try:
+        assert import_file(other, rec, format=fmt).episode_id != first[0][0]
+    finally:
+        rec.close()
 
 
 # ---------------------------------------------------------------- mini-swe-agent
@@ -726,8 +772,8 @@ def test_detect_format_rejects_unknown_content(tmp_path: Path, content: str) -> 
 
 
 def test_unknown_format_name_is_rejected(recorder: Any) -> None:
-    with pytest.raises(ImportFormatError, match="unknown trajectory format 'swe-agent'"):
-        import_file(MINI[0], recorder[0], format="swe-agent")
+    with pytest.raises(ImportFormatError, match="unknown trajectory format 'sweep-agent'"):
+        import_file(MINI[0], recorder[0], format="sweep-agent")
 
 
 def test_summary_names_counts_and_unmapped_items(recorder: Any) -> None:
@@ -742,3 +788,73 @@ def test_events_are_valid_envelopes(recorder: Any) -> None:
     imp = run_import(recorder, MINI[0], "mini-swe-agent")
     assert all(isinstance(e, EventBase) for e in imp.events)
     assert imp.events[0].producer.worker_id == "imp"
+
+
+# ---------------------------------------------------------------- SWE-agent
+
+
+def test_swe_agent_native_tool_calls_prompts_and_durations_are_kept(recorder: Any) -> None:
+    path = OWN_FIXTURES / "swe-agent" / "marshmallow-code__marshmallow-1867.traj"
+    data = json.loads(path.read_text())
+    imp = run_import(recorder, path, None)
+    started = imp.events[0].payload
+    assert started.policy.id == "gpt-4o"  # from the replay configuration
+    assert started.task.id == "marshmallow-code__marshmallow-1867"
+    assert "TimeDelta serialization precision" in started.metadata["instruction"]
+    assert started.metadata["model_stats"]["api_calls"] == 11
+    calls, results, models = imp.of_type("tool_call"), imp.of_type("tool_result"), imp.of_type("model_call")
+    turns = [m for m in data["history"] if m["role"] == "assistant" and not m.get("is_demo")]
+    steps = data["trajectory"]
+    for step, turn, model, call, result in zip(steps, turns, models, calls, results, strict=True):
+        native = turn["tool_calls"][0]
+        assert model.payload.tool_calls == turn["tool_calls"]  # the model's structured call, kept
+        assert model.payload.completion == step["response"]
+        assert call.payload.call_id.split(".")[0] == native["id"]  # (ids a replayed run repeats get .step)
+        assert call.payload.tool == native["function"]["name"]
+        assert call.payload.arguments == json.loads(native["function"]["arguments"])
+        assert result.payload.call_id == call.payload.call_id
+        out = result.payload.stdout
+        full = imp.recorder.blobs.get(out.blob).decode() if out.blob and imp.recorder.blobs else out.text
+        assert full == step["observation"]
+        assert result.payload.duration_s == pytest.approx(step["execution_time"])
+        assert result.payload.exit_code is None  # SWE-agent does not record one
+    # the prompt of the second call ends with the first call's answer, its tool calls on the turn
+    prompt = imp.prompt(models[1])
+    assert prompt[-1].role == "tool" and prompt[-1].tool_call_id == turns[0]["tool_calls"][0]["id"]
+    assert prompt[-2].role == "assistant" and prompt[-2].tool_calls == turns[0]["tool_calls"]
+    states = [e.payload.value for e in imp.of_type("annotation") if e.payload.key == "swe-agent.state"]
+    assert states[0] == {"step": 0, "state": data["trajectory"][0]["state"]}
+    info = next(e.payload.value for e in imp.of_type("annotation") if e.payload.key == "import.source_info")
+    assert info["info"]["submission"] == data["info"]["submission"]
+    assert imp.events[-1].payload.status == "success" and "not judged" in imp.events[-1].payload.reason
+
+
+def test_swe_agent_without_native_tool_calls_records_the_action_as_a_command(recorder: Any) -> None:
+    path = OWN_FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj"
+    data = json.loads(path.read_text())
+    imp = run_import(recorder, path, None)
+    calls = imp.of_type("tool_call")
+    assert [c.payload.arguments["command"] for c in calls] == [s["action"] for s in data["trajectory"]]
+    assert [c.payload.tool for c in calls] == ["bash"] * 4 + ["submit"]
+    models = imp.of_type("model_call")
+    assert [m.payload.reasoning for m in models] == [s["thought"] for s in data["trajectory"]]
+    assert imp.events[0].payload.policy.id == "swe-agent"  # no configuration names the model
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [("submitted (exit_cost)", "success"), ("exit_context", "truncated"), ("exit_format", "aborted")],
+)
+def test_swe_agent_exit_status_sets_episode_status(
+    recorder: Any, tmp_path: Path, status: str, expected: str
+) -> None:
+    data = json.loads((OWN_FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj").read_text())
+    data["info"]["exit_status"] = status
+    imp = run_import(recorder, write(tmp_path, "x.traj", data), "swe-agent")
+    assert imp.events[-1].payload.status == expected
+
+
+def test_swe_agent_malformed_history_is_a_clear_error(recorder: Any, tmp_path: Path) -> None:
+    data = {"trajectory": [{"action": "ls", "observation": ""}], "history": [{"content": "no role"}]}
+    with pytest.raises(ImportFormatError, match="'history' must be a list of chat messages"):
+        import_file(write(tmp_path, "bad.traj", data), recorder[0], format="swe-agent")

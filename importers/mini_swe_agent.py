@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ingest.errors import ImportFormatError
-from ingest.importers.report import (
+from importers import TrajectoryFormat
+from importers.report import (
     ImportReport,
     ReportingEpisode,
     SourceFile,
@@ -48,13 +48,14 @@ from ingest.importers.report import (
     json_kind,
     source_timestamp,
 )
+from ingest.errors import ImportFormatError
 from ingest.recorder import EpisodeRecorder
 from schemas.events import ChatMessage, EpisodeStatus, PolicyRef, TaskRef
 
 ChatRole = Literal["system", "user", "assistant", "tool"]
 
 FORMAT = "mini-swe-agent"
-"""Name of this format in ``FORMATS``."""
+"""Name of this format in ``importers.formats()``."""
 
 FAMILY = "imported/mini-swe-agent"
 """Task family of imported episodes."""
@@ -623,3 +624,12 @@ def _count(value: Any) -> int | None:
 
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+TRAJECTORY_FORMAT = TrajectoryFormat(
+    name=FORMAT,
+    looks_like=looks_like,
+    import_file=import_mini_swe_agent,
+    description="mini-swe-agent trajectory (.traj.json: messages and info)",
+)
+"""This format, as the ``trajlake.importers`` entry point registers it."""

@@ -168,7 +168,7 @@ class ImportReport:
 
     Attributes:
         source: path of the imported file.
-        format: the importer that read it (a name in ``FORMATS``).
+        format: the importer that read it (a name in ``importers.formats()``).
         episode_id: the episode the events were recorded under.
         source_items: number of items in the source (messages or events).
         events: number of events recorded, by event type (``episode_started``
@@ -260,6 +260,8 @@ class ReportingEpisode:
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         model: str | None = None,
+        tool_calls: Sequence[Mapping[str, Any]] | None = None,
+        reasoning: str | None = None,
         ts: dt.datetime | None = None,
     ) -> str:
         """Record a ``model_call`` for source item ``index``; return its event id."""
@@ -271,6 +273,8 @@ class ReportingEpisode:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             model=model,
+            tool_calls=tool_calls,
+            reasoning=reasoning,
             ts=ts,
         )
         self._counted(index, "model_call")
@@ -300,6 +304,7 @@ class ReportingEpisode:
         stderr: str = "",
         timed_out: bool = False,
         error_kind: ToolErrorKind | None = None,
+        duration_s: float = 0.0,
         ts: dt.datetime | None = None,
     ) -> str:
         """Record a ``tool_result`` for source item ``index``; return its event id."""
@@ -310,6 +315,7 @@ class ReportingEpisode:
             stderr=stderr,
             timed_out=timed_out,
             error_kind=error_kind,
+            duration_s=duration_s,
             ts=ts,
         )
         self._counted(index, "tool_result")
