@@ -17,18 +17,26 @@ Mapping (every event is accounted for in the :class:`ImportReport`):
   for a mid-episode user turn);
 * an agent action with an LLM response -> ``model_call`` (completion: the
   response's text, or the ``thought``/message; token counts, finish reason
-  and model from ``model_response``/``llm_metrics``; prompt: the
-  conversation reconstructed from the stream). One response that produced
+  and model from ``model_response``/``llm_metrics``; the response's native
+  ``tool_calls``; prompt: the conversation reconstructed from the stream,
+  assistant turns with their ``tool_calls``). One response that produced
   several actions is one ``model_call``;
 * an agent ``message`` action -> ``model_call``;
 * agent tool actions (``run``, ``run_ipython``, ``read``, ``write``,
   ``edit``, ``browse``, ``browse_interactive``, ``think``, ``delegate``,
   ``mcp``, ...) -> ``tool_call`` (tool = the action name, arguments =
-  ``args``; call id = ``tool_call_metadata.tool_call_id`` when present);
-  ``finish`` -> ``tool_call`` ``submit``;
+  ``args`` plus ``model_tool_call``, the model's own call (function and
+  arguments: an ``edit``'s text is only there); call id =
+  ``tool_call_metadata.tool_call_id`` when present); ``finish`` -> ``tool_call``
+  ``submit``;
 * an observation whose ``cause`` is such an action -> ``tool_result`` (exit
   code from ``extras.metadata.exit_code`` or ``extras.exit_code``, stdout =
-  ``content``; an ``error`` observation goes to stderr);
+  ``content``; an ``error`` observation goes to stderr; exit code -1 with a
+  suffix saying it timed out, or that a still-running command had no new output
+  at its timeout, is a timeout);
+* the status: ``finish`` (or state ``finished``) -> success, ``reject`` ->
+  failure, ``awaiting_user_input`` after the agent's answer (a message, no tool
+  call after it) -> success; none is judged; anything else -> aborted;
 * everything else (``system``, ``agent_state_changed``, ``null``,
   ``recall``, ``change_agent_state``, ``condensation``, user actions,
   observations that answer no tool call, ...) -> ``annotation`` with the raw
@@ -79,6 +87,9 @@ NOT_POLICY_ACTIONS = frozenset(
 
 _UNFINISHED_EXIT_CODE = -1
 """OpenHands' exit code for a command that had not exited (still running, timed out)."""
+
+_TIMEOUT_MARKERS = ("timed out", "no new output after")
+"""What OpenHands' suffix says when a command was stopped, or left running, at its timeout."""
 
 
 @dataclass
@@ -185,6 +196,8 @@ class _Importer:
         self.finished = False
         self.rejected = False
         self.agent_state: str | None = None
+        self.answered_last = False
+        """Whether the policy's last step was a message to the user (its answer), not a tool call."""
 
     # ------------------------------------------------------------- episode
 
@@ -258,6 +271,8 @@ class _Importer:
             return "success", "agent state 'finished'; not judged"
         if self.agent_state == "rejected":
             return "failure", "agent state 'rejected'"
+        if self.agent_state == "awaiting_user_input" and self.answered_last:
+            return "success", "the agent answered and awaits the user (no finish action); not judged"
         reason = f"no finish action; last agent state {self.agent_state!r}"
         self.report.notes.append(f"{reason}; recorded as 'aborted'")
         return "aborted", reason
@@ -290,6 +305,7 @@ class _Importer:
         if action == "message":
             text = _message_text(event)
             if source == "agent":
+                self.answered_last = True
                 if not self._model_call(ep, index, event, text, ts):
                     ep.unmapped(
                         index,
@@ -338,8 +354,12 @@ class _Importer:
             )
             return
         thought = args.get("thought")
+        self.answered_last = False
         self._model_call(ep, index, event, thought if isinstance(thought, str) else "", ts)
         tool = "submit" if action == "finish" else action
+        native = _native_call(event)
+        if native is not None:  # what the model asked for (an edit's text is only there)
+            args = {**args, "model_tool_call": native}
         call_id = ep.tool_call(index, tool, args, call_id=self._call_id(index, event), ts=ts)
         self.call_ids.add(call_id)
         self.open_calls[event.get("id", f"item-{index}")] = _Call(
@@ -368,8 +388,10 @@ class _Importer:
             finish_reason = dig(response, "choices", 0, "finish_reason")
             model = response.get("model")
             usage = response.get("usage")
+            native = dig(response, "choices", 0, "message", "tool_calls")
+            native = native if isinstance(native, list) and native else None
         elif fallback or isinstance(metrics, dict):
-            completion, finish_reason, model, usage = fallback, None, None, None
+            completion, finish_reason, model, usage, native = fallback, None, None, None, None
         else:
             return False  # no LLM output in this event (e.g. an action replayed without a response)
         token_usage = _for_response(dig(metrics, "token_usages"), response_id)
@@ -390,9 +412,10 @@ class _Importer:
             prompt_tokens=_count(dig(usage, "prompt_tokens"), dig(token_usage, "prompt_tokens")),
             completion_tokens=_count(dig(usage, "completion_tokens"), dig(token_usage, "completion_tokens")),
             model=model if isinstance(model, str) and model else None,
+            tool_calls=native,
             ts=ts,
         )
-        self.prompt.append(ChatMessage(role="assistant", content=completion))
+        self.prompt.append(ChatMessage(role="assistant", content=completion, tool_calls=native))
         return True
 
     def _observation(
@@ -438,7 +461,8 @@ class _Importer:
             ep.tool_result(index, call.call_id, stderr=content, error_kind="invalid_arguments", ts=ts)
         else:
             suffix = _text(dig(extras, "metadata", "suffix"))
-            timed_out = exit_code is None and "timed out" in suffix
+            # "timed out", or still running with no new output at the soft timeout (exit code -1)
+            timed_out = exit_code is None and any(m in suffix for m in _TIMEOUT_MARKERS)
             ep.tool_result(
                 index, call.call_id, exit_code=exit_code, stdout=content, timed_out=timed_out, ts=ts
             )
@@ -455,6 +479,24 @@ class _Importer:
         while made in self.call_ids:
             made += "'"
         return made
+
+
+def _native_call(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The model's own tool call behind an action (its function and arguments), from its response."""
+    wanted = dig(event, "tool_call_metadata", "tool_call_id")
+    calls = dig(event, "tool_call_metadata", "model_response", "choices", 0, "message", "tool_calls")
+    if not isinstance(calls, list):
+        return None
+    for call in calls:
+        if isinstance(call, dict) and (wanted is None or call.get("id") == wanted):
+            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            raw = function.get("arguments")
+            try:
+                arguments = json.loads(raw) if isinstance(raw, str) else raw
+            except json.JSONDecodeError:
+                arguments = raw
+            return {"id": call.get("id"), "function": function.get("name"), "arguments": arguments}
+    return None
 
 
 def _message_text(event: dict[str, Any]) -> str:

@@ -419,14 +419,24 @@ def test_openhands_basic_actions_and_observations(recorder: Any) -> None:
     assert first.model == "claude-3-5-sonnet-20241022"
     assert first.completion == source[1]["args"]["thought"]
     assert [(m.role, m.content) for m in imp.prompt(imp.events[1])] == [("user", source[0]["message"])]
-    assert (edit.tool, edit.arguments) == ("edit", source[1]["args"])
+    # OpenHands' edit args hold no text ("content": ""): the model's own call, which has it, is kept
+    native = source[1]["tool_call_metadata"]["model_response"]["choices"][0]["message"]["tool_calls"]
+    assert source[1]["args"]["content"] == ""
+    assert edit.tool == "edit" and edit.arguments == {**source[1]["args"], "model_tool_call": {
+        "id": native[0]["id"], "function": "str_replace_editor",
+        "arguments": json.loads(native[0]["function"]["arguments"]),
+    }}  # fmt: skip
+    assert edit.arguments["model_tool_call"]["arguments"]["file_text"].startswith("import random")
+    assert first.tool_calls == native  # the structured call on the model call, and in later prompts
+    assert imp.prompt(imp.events[4])[1].tool_calls == native
     assert edit.call_id == source[1]["tool_call_metadata"]["tool_call_id"]
     assert result.call_id == edit.call_id and source[2]["cause"] == source[1]["id"]
     assert result.stdout.text == source[2]["content"]
     assert result.exit_code is None  # the edit observation carries no exit code
     assert second.prompt_tokens == 4646
     assert [m.role for m in imp.prompt(imp.events[4])] == ["user", "assistant", "tool"]
-    assert (finish.tool, finish.arguments) == ("submit", source[3]["args"])
+    assert finish.tool == "submit"
+    assert {k: v for k, v in finish.arguments.items() if k != "model_tool_call"} == source[3]["args"]
     # event time comes from the naive OpenHands timestamps, read as UTC
     expected = [
         dt.datetime.fromisoformat(source[i]["timestamp"]).replace(tzinfo=dt.UTC)
@@ -858,3 +868,43 @@ def test_swe_agent_malformed_history_is_a_clear_error(recorder: Any, tmp_path: P
     data = {"trajectory": [{"action": "ls", "observation": ""}], "history": [{"content": "no role"}]}
     with pytest.raises(ImportFormatError, match="'history' must be a list of chat messages"):
         import_file(write(tmp_path, "bad.traj", data), recorder[0], format="swe-agent")
+
+
+def _oh(i: int, **fields: Any) -> dict[str, Any]:
+    return {"id": i, "timestamp": f"2025-03-01T10:00:{i:02d}", "message": "", **fields}
+
+
+def test_openhands_a_command_left_running_at_its_timeout_is_timed_out(recorder: Any, tmp_path: Path) -> None:
+    suffix = ("\n[The command has no new output after 30 seconds. You may wait longer to see additional "
+              "output by sending empty command '', send other commands to interact with the current "
+              "process, or send keys to interrupt/kill the command.]")  # fmt: skip
+    stream = [
+        _oh(0, source="user", action="message", args={"content": "serve it"}),
+        _oh(1, source="agent", action="run", args={"command": "python -m http.server", "thought": "start"}),
+        _oh(2, source="agent", cause=1, observation="run", content="Serving HTTP on 0.0.0.0 port 8000",
+            extras={"command": "python -m http.server", "metadata": {"exit_code": -1, "suffix": suffix}}),
+        _oh(3, source="agent", action="finish", args={"outputs": {}, "thought": "done"}),
+    ]  # fmt: skip
+    imp = run_import(recorder, write(tmp_path, "s.json", stream), "openhands")
+    (result,) = imp.of_type("tool_result")
+    assert (result.payload.exit_code, result.payload.timed_out, result.payload.error_kind) == (
+        None, True, "timeout"
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("last_is_answer", "status"), [(True, "success"), (False, "aborted")])
+def test_openhands_awaiting_the_user_after_an_answer_is_not_aborted(
+    recorder: Any, tmp_path: Path, last_is_answer: bool, status: str
+) -> None:
+    stream = [
+        _oh(0, source="user", action="message", args={"content": "what is 2+2?"}),
+        _oh(1, source="agent", action="run", args={"command": "python -c 'print(2+2)'", "thought": ""}),
+        _oh(2, source="agent", cause=1, observation="run", content="4",
+            extras={"metadata": {"exit_code": 0}}),
+    ]  # fmt: skip
+    if last_is_answer:
+        stream.append(_oh(3, source="agent", action="message", args={"content": "It is 4."}))
+    stream.append(_oh(4, source="environment", observation="agent_state_changed", content="",
+                      extras={"agent_state": "awaiting_user_input"}))  # fmt: skip
+    imp = run_import(recorder, write(tmp_path, "s.json", stream), "openhands")
+    assert imp.events[-1].payload.status == status
