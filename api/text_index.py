@@ -29,6 +29,7 @@ entry's text directly (still no Parquet decoding).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import queue
@@ -44,13 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import crc32c
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3
 """Bumped when an entry's layout or its terms change: entries of another format are rebuilt."""
 
 STEP_FIELDS = {
@@ -88,6 +90,9 @@ _WORD[[ord(c) for c in _SEPARATORS]] = False
 
 MANY_TERMS = 32
 """Above this many matching terms, postings are selected by a mask rather than sliced one by one."""
+
+FEW = 256
+"""Candidate rows below which the other tokens are not looked up: the rows' text is checked anyway."""
 
 
 # --------------------------------------------------------------------------- terms
@@ -203,13 +208,19 @@ class Entry:
         n = self.rows.num_rows
         if tokens is None:
             return pc.indices_nonzero(pc.match_substring(self.text, q, ignore_case=True)).to_numpy()
-        candidates: np.ndarray | None = None
+        found = []
         for token in tokens:
             ids = _matching_terms(self.terms, token).to_numpy()
             if not len(ids):
                 return np.empty(0, np.int64)
             starts = np.where(ids > 0, self.ends[np.maximum(ids - 1, 0)], 0)
             stops = self.ends[ids]
+            found.append((int((stops - starts).sum()), ids, starts, stops))
+        candidates: np.ndarray | None = None
+        # the rarest first; once few rows are left, the check below is cheaper than narrowing more
+        for _, ids, starts, stops in sorted(found, key=lambda f: f[0]):
+            if candidates is not None and candidates.sum() <= FEW:
+                break
             if len(ids) <= MANY_TERMS:
                 rows = np.concatenate([self.postings[a:b] for a, b in zip(starts, stops, strict=True)])
             else:
@@ -243,6 +254,18 @@ def _array(column: pa.ChunkedArray) -> pa.Array:
 def _read(path: Path) -> pa.Table:
     # (not closed here: the table's buffers are the mapping, which lives as long as they do)
     return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
+
+
+FILES = ("rows.arrow", "terms.arrow", "postings.arrow")
+"""An entry's files (and ``manifest.json``: each one's CRC32C, written last)."""
+
+
+def _checksum(path: Path) -> str:
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            crc = crc32c.crc32c(chunk, crc)
+    return f"{crc:08x}"
 
 
 def _write(path: Path, table: pa.Table) -> None:
@@ -287,6 +310,12 @@ def build_entry(fragment: Any, directory: Path) -> Path:
         _write(staging / "rows.arrow", rows)
         _write(staging / "terms.arrow", pa.table([terms, pa.array(ends, pa.int64())], schema=TERMS))
         _write(staging / "postings.arrow", pa.table([pa.array(postings, pa.uint32())], schema=POSTINGS))
+        # written last: an entry is whole when its manifest is there and every file matches it
+        manifest = {name: _checksum(staging / name) for name in FILES}
+        (staging / "manifest.json").write_text(json.dumps(manifest))
+        for name in (*FILES, "manifest.json"):
+            with open(staging / name, "rb") as f:
+                os.fsync(f.fileno())
         try:
             staging.rename(directory)
         except OSError:  # built meanwhile by another process: theirs serves
@@ -371,11 +400,18 @@ class TextIndex:
                 self._open.move_to_end(key)
                 return found
         path = self.root / key
-        if not (path / "postings.arrow").exists():
+        if not (path / "manifest.json").exists():
             return None
         try:
+            # checked against its manifest before it is mapped: a damaged file read through a
+            # memory map can kill the process, not raise
+            manifest = json.loads((path / "manifest.json").read_text())
+            bad = [n for n in FILES if manifest.get(n) != _checksum(path / n)]
+            if bad:
+                raise ValueError(f"{', '.join(bad)} do not match the manifest")
             opened = Entry(path)
-        except (OSError, pa.ArrowInvalid) as exc:  # a damaged entry: rebuilt
+            os.utime(path)  # (used: prune keeps what searches open)
+        except Exception as exc:  # noqa: BLE001 - any damage: the entry is dropped and rebuilt
             log.warning("text index entry %s cannot be read (%s): rebuilding it", path, exc)
             shutil.rmtree(path, ignore_errors=True)
             return None
@@ -470,10 +506,11 @@ class TextIndex:
         removed = 0
         now = time.time()
         for path in self.root.iterdir():
-            if path.name in keep or path.name.startswith(".building-") and now - path.stat().st_mtime < 3600:
+            if path.name in keep:
                 continue
-            with contextlib.suppress(OSError):
-                if now - path.stat().st_mtime >= older_than_s:
+            with contextlib.suppress(OSError):  # (a build may rename its staging folder meanwhile)
+                age = now - path.stat().st_mtime
+                if age >= (3600 if path.name.startswith(".building-") else older_than_s):
                     shutil.rmtree(path)
                     with self._lock:
                         self._open.pop(path.name, None)

@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from importers.report import ImportReport, SourceFile
+from ingest.delivery import Delivery, DeliveryStats
 from ingest.errors import ImportFormatError
 from ingest.recorder import EpisodeRecorder
+from schemas.errors import TrajlakeError
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +173,57 @@ def import_file(
     fmt = formats().get(name)
     if fmt is None:
         raise ImportFormatError(f"unknown trajectory format {name!r}; known: {sorted(formats())}")
-    return fmt.import_file(path, recorder, episode_id=episode_id)
+    # recorded aside first: a file that fails half-way sends nothing (its ids are permanent, and a
+    # partial episode under them would make every later import of the file look done)
+    staging = _Staging()
+    aside = EpisodeRecorder(
+        staging, worker_id=recorder.producer.worker_id, topic=recorder.topic, blobs=recorder.blobs,
+        inline_limit=recorder.inline_limit, producer=recorder.producer,
+    )  # fmt: skip
+    try:
+        report = fmt.import_file(path, aside, episode_id=episode_id)
+    except ImportFormatError:
+        raise
+    except TrajlakeError as exc:
+        raise ImportFormatError(f"{path}: not imported, nothing sent: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - any importer's failure on a file is the file's, said once
+        raise ImportFormatError(
+            f"{path}: the {name} importer failed on it ({type(exc).__name__}: {exc}); nothing was sent"
+        ) from exc
+    partitions: dict[bytes, int | None] = {}
+    for topic, key, value in staging.records:
+        if key not in partitions:
+            partitions[key] = recorder.delivery.partition_for(topic, key)
+        recorder.delivery.submit(topic, key, value, partition=partitions[key])
+    return report
+
+
+class _Staging(Delivery):
+    """A delivery that only keeps what it is given (an import is recorded aside, then sent whole)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, bytes, bytes]] = []
+        self.stats = DeliveryStats()
+
+    @property
+    def healthy(self) -> bool:  # noqa: D102
+        return True
+
+    def partition_for(self, topic: str, key: bytes) -> int | None:  # noqa: D102
+        return None
+
+    def submit(self, topic: str, key: bytes, value: bytes, *, partition: int | None = None) -> None:  # noqa: D102
+        self.records.append((topic, key, value))
+
+    @property
+    def pending(self) -> int:  # noqa: D102
+        return 0
+
+    def flush(self, timeout: float | None = 60.0) -> None:  # noqa: D102
+        return None
+
+    def close(self, timeout: float | None = 30.0) -> None:  # noqa: D102
+        return None
 
 
 __all__ = [

@@ -32,7 +32,7 @@ class ImportLedger:
                     eid = json.loads(line).get("episode_id")
                 except (ValueError, AttributeError):
                     continue
-                if eid in episode_ids:
+                if isinstance(eid, str) and eid in episode_ids:
                     found.add(eid)
         return found
 

@@ -73,6 +73,9 @@ class SourceFile:
             data = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ImportFormatError(f"{path}: not a UTF-8 JSON file: {exc}") from exc
+        except (RecursionError, ValueError) as exc:  # nested too deep; an integer past Python's digit limit
+            why = f"{type(exc).__name__}: {exc}"
+            raise ImportFormatError(f"{path}: JSON that cannot be read here: {why}") from exc
         return cls(path=path, raw=raw, sha256=hashlib.sha256(raw).hexdigest(), data=data)
 
     def keep(self, recorder: EpisodeRecorder) -> bool:

@@ -179,9 +179,11 @@ class _Importer:
         action = text_of(step.get("action"))
         tool, arguments, call_id = _call(native, action)
         if call_id is not None and call_id in self.call_ids:  # (a replayed run repeats its ids)
-            note = f"step {index} repeats tool call id {call_id!r}: recorded as {call_id}.{index}"
-            self.report.notes.append(note)
-            call_id = f"{call_id}.{index}"
+            made = f"{call_id}.{index}"
+            while made in self.call_ids:
+                made += "'"
+            self.report.notes.append(f"step {index} repeats tool call id {call_id!r}: recorded as {made}")
+            call_id = made
         cid = ep.tool_call(index, tool, arguments, call_id=call_id)
         self.call_ids.add(cid)
         duration = step.get("execution_time")

@@ -140,7 +140,11 @@ def _import_files(paths: list[Path]) -> list[tuple[Path, bool]]:
     out: dict[Path, bool] = {}
     for path in paths:
         if path.is_dir():
-            for found in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")):
+            for found in sorted(path.rglob("*")):
+                inside = found.relative_to(path).parts
+                # hidden files and folders (.git, ...) and links are not walked into
+                if found.is_symlink() or any(p.startswith(".") for p in inside) or not found.is_file():
+                    continue
                 out.setdefault(found.resolve(), True)
         else:
             out[path.resolve()] = False

@@ -908,3 +908,47 @@ def test_openhands_awaiting_the_user_after_an_answer_is_not_aborted(
                       extras={"agent_state": "awaiting_user_input"}))  # fmt: skip
     imp = run_import(recorder, write(tmp_path, "s.json", stream), "openhands")
     assert imp.events[-1].payload.status == status
+
+
+def test_a_file_an_importer_fails_on_half_way_sends_nothing(recorder: Any, tmp_path: Path) -> None:
+    """Its ids are permanent: a partial episode under them would make every later import look done."""
+    stream = [
+        _oh(0, source="user", action="message", args={"content": "go"}),
+        _oh(1, source="agent", action="run", args={"command": "ls", "thought": ""}),
+        {**_oh(2, source="agent", observation="run", content="x"), "cause": {"not": "an id"}},
+    ]
+    rec, sink = recorder
+    with pytest.raises(ImportFormatError, match="the openhands importer failed on it .*nothing was sent"):
+        import_file(write(tmp_path, "s.json", stream), rec, format="openhands")
+    data = json.loads((OWN_FIXTURES / "swe-agent" / "swe-agent__test-repo-i1.traj").read_text())
+    data["trajectory"][2]["execution_time"] = float("inf")  # (json writes Infinity)
+    with pytest.raises(ImportFormatError, match="nothing sent"):
+        import_file(write(tmp_path, "x.traj", data), rec, format="swe-agent")
+    rec.flush(timeout=10)
+    assert sink.values() == []
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, '{"a": ' + "1" * 5000 + "}"])
+def test_json_python_cannot_read_is_a_format_error(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(content)
+    with pytest.raises(ImportFormatError, match="JSON that cannot be read here"):
+        detect_format(path)
+
+
+def test_swe_agent_repeated_call_ids_stay_unique(recorder: Any, tmp_path: Path) -> None:
+    data = json.loads((OWN_FIXTURES / "swe-agent" / "marshmallow-code__marshmallow-1867.traj").read_text())
+    turns = [m for m in data["history"] if m["role"] == "assistant" and not m.get("is_demo")]
+    for turn, name in zip(turns[:3], ["a", "a.2", "a"], strict=True):
+        turn["tool_calls"][0]["id"] = name
+    imp = run_import(recorder, write(tmp_path, "x.traj", data), "swe-agent")
+    ids = [c.payload.call_id for c in imp.of_type("tool_call")]
+    assert len(set(ids)) == len(ids) and ids[:2] == ["a", "a.2"]
+
+
+def test_a_ledger_line_of_another_shape_is_skipped(tmp_path: Path) -> None:
+    from importers.ledger import ImportLedger
+
+    path = tmp_path / "ledger.jsonl"
+    path.write_text('{"episode_id": ["x"]}\nnot json\n{"episode_id": "e1"}\n')
+    assert ImportLedger(path).known({"e1", "x"}) == {"e1"}
