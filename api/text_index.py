@@ -135,21 +135,52 @@ def terms_of(text: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return terms, rows
 
 
+CHUNK_BYTES = 8 << 20
+"""Text cut into terms at a time when an entry is built (the cut takes about 20 bytes a byte)."""
+
+
 def postings_of(text: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """``(terms sorted, ends, rows)``: term ``i``'s rows are ``rows[ends[i-1]:ends[i]]``, ascending."""
-    tokens, rows = terms_of(text)
-    if not len(tokens):
+    """``(terms sorted, ends, rows)``: term ``i``'s rows are ``rows[ends[i-1]:ends[i]]``, ascending.
+
+    The rows are cut into terms about :data:`CHUNK_BYTES` of text at a time, each chunk's
+    (term, row) pairs made unique with a vocabulary of its own; the vocabularies are then merged.
+    """
+    n = len(text)
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    sizes = np.cumsum(pc.fill_null(pc.binary_length(text), 0).to_numpy(zero_copy_only=False))
+    cuts = [0]
+    while cuts[-1] < n:
+        done = int(sizes[cuts[-1] - 1]) if cuts[-1] else 0
+        cuts.append(max(cuts[-1] + 1, int(np.searchsorted(sizes, done + CHUNK_BYTES, side="right"))))
+        cuts[-1] = min(cuts[-1], n)
+    vocabularies: list[pa.Array] = []
+    pairs: list[tuple[np.ndarray, np.ndarray]] = []
+    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+        tokens, rows = terms_of(text.slice(lo, hi - lo))
+        if not len(tokens):
+            continue
+        encoded = tokens.dictionary_encode()
+        width = hi - lo
+        keys = np.unique(encoded.indices.to_numpy().astype(np.int64) * width + rows)
+        vocabularies.append(encoded.dictionary)
+        pairs.append((keys // width, keys % width + lo))
+    if not vocabularies:
         return pa.array([], pa.large_string()), np.empty(0, np.int64), np.empty(0, np.uint32)
-    encoded = tokens.dictionary_encode()
-    vocabulary = encoded.dictionary
+    merged = pa.concat_arrays(vocabularies).dictionary_encode()
+    vocabulary = merged.dictionary
     order = pc.array_sort_indices(vocabulary).to_numpy()
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order), dtype=order.dtype)
-    n = max(len(text), 1)
-    keys = np.unique(rank[encoded.indices.to_numpy()].astype(np.int64) * n + rows)
-    term_ids = keys // n
+    global_ids = rank[merged.indices.to_numpy()].astype(np.int64)
+    keys_all, start = [], 0
+    for vocab, (codes, rows) in zip(vocabularies, pairs, strict=True):
+        keys_all.append(global_ids[start + codes] * max(n, 1) + rows)
+        start += len(vocab)
+    keys = np.sort(np.concatenate(keys_all))  # (unique: a chunk's pairs are, and chunks hold other rows)
+    term_ids = keys // max(n, 1)
     ends = np.searchsorted(term_ids, np.arange(1, len(order) + 1), side="left").astype(np.int64)
-    return vocabulary.take(pa.array(order)), ends, (keys % n).astype(np.uint32)
+    return vocabulary.take(pa.array(order)), ends, (keys % max(n, 1)).astype(np.uint32)
 
 
 # --------------------------------------------------------------------------- queries

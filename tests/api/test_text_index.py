@@ -122,3 +122,22 @@ def test_a_damaged_entry_is_dropped_and_built_again(tmp_path: Path) -> None:
     assert again.build_now([frag]) == 1
     (path / "manifest.json").unlink()
     assert again.entry(again.key(frag)) is None
+
+
+def test_postings_cut_in_chunks_equal_postings_made_at_once(monkeypatch: Any) -> None:
+    import random
+
+    import api.text_index as text_index
+
+    rng = random.Random(1)
+    words = ["alpha", "Beta", "gamma_1", "d\u00e9j\u00e0", "x", "", "\u017ftop", "K9"]
+    texts = [
+        None if rng.random() < 0.05 else " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        for _ in range(3000)
+    ]
+    at_once = text_index.postings_of(pa.array(texts, pa.string()))
+    for chunk in (1, 100, 7777):  # (bytes: a chunk is at least one row)
+        monkeypatch.setattr(text_index, "CHUNK_BYTES", chunk)
+        terms, ends, rows = text_index.postings_of(pa.array(texts, pa.string()))
+        assert terms.to_pylist() == at_once[0].to_pylist()
+        assert ends.tolist() == at_once[1].tolist() and rows.tolist() == at_once[2].tolist()
