@@ -68,6 +68,10 @@ HITS = pa.schema(
 )
 """Where a query matched a step."""
 
+LOCATED = HITS.append(pa.field("file", pa.int32())).append(pa.field("row", pa.int32()))
+""":data:`HITS` with where the step's text is in the index: the data file (its position in the
+fragments searched) and the entry's row; null for a file that was scanned."""
+
 ROWS = pa.schema(
     [
         pa.field("episode_id", pa.dictionary(pa.int32(), pa.string())),
@@ -268,9 +272,10 @@ class Entry:
         return index[np.asarray(checked.to_numpy(zero_copy_only=False), dtype=bool)]
 
     def hits(self, q: str, tokens: list[Token] | None) -> pa.Table:
-        """:data:`HITS` rows of the rows whose text contains ``q``."""
+        """:data:`HITS` rows of the rows whose text contains ``q``, and their ``row`` here."""
         rows = self.matching_rows(q, tokens)
-        return self.rows.select(["episode_id", "seq", "field"]).take(pa.array(rows, pa.int64()))
+        found = self.rows.select(["episode_id", "seq", "field"]).take(pa.array(rows, pa.int64()))
+        return found.append_column("row", pa.array(rows, pa.int32()))
 
 
 def _array(column: pa.ChunkedArray) -> pa.Array:
@@ -511,23 +516,44 @@ class TextIndex:
         return False
 
     def hits(self, fragments: Sequence[Any], q: str) -> pa.Table:
-        """Every searched step of ``fragments`` whose text contains ``q`` (:data:`HITS` rows)."""
+        """Every searched step of ``fragments`` whose text contains ``q`` (:data:`LOCATED` rows)."""
         tokens = plan(q)
         todo: list[Any] = []
 
-        def one(fragment: Any) -> pa.Table:
+        def one(at: int) -> pa.Table:
+            fragment = fragments[at]
             entry = self.entry(self.key(fragment))
             if entry is None:
                 todo.append(fragment)
-                return scan_hits(fragment, q)
+                found = scan_hits(fragment, q)
+                return found.append_column("row", pa.nulls(found.num_rows, pa.int32()))
             return entry.hits(q, tokens)
 
-        parts = list(self._pool.map(one, fragments))
+        parts = list(self._pool.map(one, range(len(fragments))))
         if todo:
             self.request(todo)
         if not parts:
-            return HITS.empty_table()
-        return pa.concat_tables([p.cast(HITS) for p in parts]).combine_chunks()
+            return LOCATED.empty_table()
+        located = [
+            p.add_column(3, "file", pa.repeat(pa.scalar(i, pa.int32()), p.num_rows)).cast(LOCATED)
+            for i, p in enumerate(parts)
+        ]
+        return pa.concat_tables(located).combine_chunks()
+
+    def texts(self, fragments: Sequence[Any], files: Sequence[int], rows: Sequence[int]) -> list[str | None]:
+        """The texts at (file, row) places :meth:`hits` answered (None: that entry is gone meanwhile)."""
+        out: list[str | None] = [None] * len(files)
+        by_file: dict[int, list[int]] = {}
+        for i, f in enumerate(files):
+            by_file.setdefault(f, []).append(i)
+        for f, places in by_file.items():
+            entry = self.entry(self.key(fragments[f])) if 0 <= f < len(fragments) else None
+            if entry is None:
+                continue
+            taken = entry.text.take(pa.array([rows[i] for i in places], pa.int64())).to_pylist()
+            for i, text in zip(places, taken, strict=True):
+                out[i] = text
+        return out
 
     def prune(self, keep: Iterable[str], older_than_s: float = 3600.0) -> int:
         """Remove entries of files no longer in the table (not ``keep``), untouched for ``older_than_s``."""

@@ -26,7 +26,7 @@ from api.deps import EpisodesVersion, Limit, ReaderDep, StepsVersion
 from api.errors import LakeUnavailableError
 from api.lake_reader import LakeReader, Snapshot, versions_of
 from api.models import EpisodePublic, SearchHitPublic, SearchPublic, SearchResultPublic
-from api.text_index import HITS, STEP_FIELDS
+from api.text_index import HITS, LOCATED, STEP_FIELDS
 from lake import LakeError
 
 router = APIRouter(prefix="/search", tags=["search"])
@@ -100,13 +100,10 @@ def step_hits(reader: LakeReader, version: int | None, q: str) -> pa.Table:
     columns (read a batch at a time by Arrow's threads); what is kept is where it matched.
     """
     if version is None:
-        return HITS.empty_table()
+        return LOCATED.empty_table()
     if reader.text_index is not None:
         try:
-            fragments = reader.text_index.fragments(
-                (reader.lake.root, version), lambda: _dataset(reader, version).get_fragments()
-            )
-            return reader.text_index.hits(fragments, q)
+            return reader.text_index.hits(_fragments(reader, version), q)
         except OSError as exc:
             raise LakeUnavailableError(f"version {version} of table steps cannot be read: {exc}") from exc
     dataset = _dataset(reader, version)
@@ -124,14 +121,23 @@ def step_hits(reader: LakeReader, version: int | None, q: str) -> pa.Table:
             parts.append(pa.Table.from_batches([batch.filter(mask).select(columns)]))
         found = pa.concat_tables(parts) if parts else None
     if found is None or not found.num_rows:
-        return HITS.empty_table()
+        return LOCATED.empty_table()
     kind = pc.index_in(found["type"].cast(pa.string()), value_set=types)
     searched = pc.is_valid(kind)
     found, kind = found.filter(searched), pc.filter(kind, searched)
+    n = found.num_rows
     return pa.Table.from_arrays(
-        [found["episode_id"].cast(pa.string()), found["seq"].cast(pa.int64()), pc.take(names, kind)],
-        schema=HITS,
-    ).combine_chunks()
+        [found["episode_id"].cast(pa.string()), found["seq"].cast(pa.int64()), pc.take(names, kind),
+         pa.nulls(n, pa.int32()), pa.nulls(n, pa.int32())],
+        schema=LOCATED,
+    ).combine_chunks()  # fmt: skip
+
+
+def _fragments(reader: LakeReader, version: int) -> list[Any]:
+    """The data files of ``steps`` at ``version``, as the text index lists them (kept per version)."""
+    return reader.text_index.fragments(  # type: ignore[no-any-return]
+        (reader.lake.root, version), lambda: _dataset(reader, version).get_fragments()
+    )
 
 
 def instruction_corpus(reader: LakeReader, version: int | None, imported: pa.Array) -> pa.Table:
@@ -153,13 +159,29 @@ def instruction_corpus(reader: LakeReader, version: int | None, imported: pa.Arr
 
 
 def _texts(reader: LakeReader, version: int | None, hits: pa.Table) -> dict[tuple[str, int], str]:
-    """The text of each step hit of one page (one read, pruned by its episodes)."""
+    """The text of each step hit of one page.
+
+    From the text index where it found them; the others in one read of ``steps``, pruned by the
+    page's episodes (which, spread over the table's files, reads many).
+    """
     if version is None or not hits.num_rows:
         return {}
-    wanted = set(zip(hits["episode_id"].to_pylist(), hits["seq"].to_pylist(), strict=True))
+    out: dict[tuple[str, int], str] = {}
+    if reader.text_index is not None and pc.any(pc.is_valid(hits["row"])).as_py():
+        located = hits.filter(pc.is_valid(hits["row"]))
+        texts = reader.text_index.texts(
+            _fragments(reader, version), located["file"].to_pylist(), located["row"].to_pylist()
+        )
+        keys = zip(located["episode_id"].to_pylist(), located["seq"].to_pylist(), strict=True)
+        out = {k: t for k, t in zip(keys, texts, strict=True) if t is not None}
+        hits = hits.filter(pc.invert(pc.is_valid(hits["row"])))
+    wanted = {
+        k for k in zip(hits["episode_id"].to_pylist(), hits["seq"].to_pylist(), strict=True) if k not in out
+    }
+    if not wanted:
+        return out
     ids = ", ".join("'" + e.replace("'", "''") + "'" for e in sorted({e for e, _ in wanted}))
     rows = _read(reader, "steps", version, f"episode_id IN ({ids})", ["episode_id", "seq", "text"])
-    out = {}
     for e, s, t in zip(rows["episode_id"].to_pylist(), rows["seq"].to_pylist(), rows["text"].to_pylist(),
                        strict=True):  # fmt: skip
         if (e, s) in wanted and t is not None:
@@ -202,6 +224,7 @@ def snippet(text: str, q: str) -> tuple[str, int, int]:
 
 
 _FIELD_ORDER = {"episode_id": 0, "task_id": 1, "task_family": 2, "instruction": 3}
+TEXT = pa.field("text", pa.string())
 
 
 def _hits_of_page(
@@ -219,9 +242,7 @@ def _hits_of_page(
             picked.append(i)
     rows = mine.take(pa.array(picked, pa.int64())).to_pylist()
     steps = [r for r in rows if r["text"] is None and r["seq"] is not None]
-    found = (
-        texts(pa.Table.from_pylist(steps, schema=HITS.append(pa.field("text", pa.string())))) if steps else {}
-    )
+    found = texts(pa.Table.from_pylist(steps, schema=LOCATED.append(TEXT))) if steps else {}
     for r in steps:
         r["text"] = found.get((r["episode_id"], r["seq"]), "")
     rows.sort(
@@ -283,20 +304,27 @@ def search(
     def every_hit(_: pa.Table) -> pa.Table:
         corpus = pa.concat_tables([by_episode, by_instruction])
         in_steps = reader.derived(steps, ("search", q.lower()), lambda _: step_hits(reader, resolved, q))
+        fields = corpus.filter(pc.match_substring(corpus["text"], q, ignore_case=True))
+        nowhere = pa.nulls(fields.num_rows, pa.int32())
         found = pa.concat_tables([
-            corpus.filter(pc.match_substring(corpus["text"], q, ignore_case=True)),
-            in_steps.append_column("text", pa.nulls(in_steps.num_rows, pa.string())),
-        ])  # fmt: skip
-        # (steps newer than the episodes version read may hold episodes it does not: not counted)
-        return found.filter(pc.is_in(found["episode_id"], value_set=ordered["episode_id"].combine_chunks()))
+            fields.append_column("file", nowhere).append_column("row", nowhere),
+            in_steps.append_column(TEXT, pa.nulls(in_steps.num_rows, pa.string())),
+        ], promote_options="permissive")  # fmt: skip
+        return found
+
+    def in_episodes(_: pa.Table) -> pa.Table:
+        found = reader.derived(episodes, ("search_found", *key), every_hit)
+        return ordered.filter(pc.is_in(ordered["episode_id"], value_set=pc.unique(found["episode_id"])))
+
+    def counted(_: pa.Table) -> pa.Table:
+        # (steps newer than the episodes version read may hold episodes it does not: not counted;
+        # the set looked up is the matching episodes', small for a rare word)
+        found = reader.derived(episodes, ("search_found", *key), every_hit)
+        return found.filter(pc.is_in(found["episode_id"], value_set=matching["episode_id"].combine_chunks()))
 
     # what matched, per (episodes, steps, tasks) versions and query: the pages of one search look once
-    hits = reader.derived(episodes, ("search_hits", *key), every_hit)
-    matching = reader.derived(
-        episodes,
-        ("search_matching", *key),
-        lambda _: ordered.filter(pc.is_in(ordered["episode_id"], value_set=pc.unique(hits["episode_id"]))),
-    )
+    matching = reader.derived(episodes, ("search_matching", *key), in_episodes)
+    hits = reader.derived(episodes, ("search_hits", *key), counted)
     rows = matching.slice(page.offset, limit).to_pylist()
     page_ids = [r["episode_id"] for r in rows]
     mine = hits.filter(pc.is_in(hits["episode_id"], value_set=pa.array(page_ids, pa.string())))

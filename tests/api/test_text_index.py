@@ -88,15 +88,22 @@ def test_only_searched_step_types_with_text_are_indexed(tmp_path: Path) -> None:
     frag = fragment(tmp_path / "f.parquet", ["a match", "a match", None, "a match", "a match"],
                     ["model_call", "sandbox", "tool_result", "tool_call", "annotation"])  # fmt: skip
     index = TextIndex(tmp_path / "ix", build=False)
-    hits = index.hits([frag], "MATCH")  # not indexed: scanned
-    assert hits.to_pylist() == [
+    hits = index.hits([frag], "MATCH")  # not indexed: scanned (no place in an entry)
+    assert hits.select(["episode_id", "seq", "field"]).to_pylist() == [
         {"episode_id": "ep-0", "seq": 0, "field": "completion"},
         {"episode_id": "ep-0", "seq": 3, "field": "tool_call"},
         {"episode_id": "ep-1", "seq": 4, "field": "annotation"},
     ]
+    assert hits["file"].to_pylist() == [0, 0, 0] and hits["row"].null_count == 3
     assert index.build_now([frag]) == 1 and index.build_now([frag]) == 0
     assert index.entry(index.key(frag)) is not None
-    assert index.hits([frag], "MATCH").to_pylist() == hits.to_pylist()
+    found = index.hits([frag], "MATCH")
+    assert found.select(["episode_id", "seq", "field"]).to_pylist() == hits.select(
+        ["episode_id", "seq", "field"]
+    ).to_pylist()
+    # where each is in the entry, and its text read back from there (the snippets of a page)
+    assert found["row"].to_pylist() == [0, 1, 2]  # (an entry holds the searched rows only)
+    assert index.texts([frag], found["file"].to_pylist(), found["row"].to_pylist()) == ["a match"] * 3
 
 
 def test_a_damaged_entry_is_dropped_and_built_again(tmp_path: Path) -> None:
