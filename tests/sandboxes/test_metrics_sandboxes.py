@@ -63,13 +63,19 @@ def test_pool_metrics_follow_leases_a_crash_and_a_tool_timeout(local_backend: Sa
 
 
 def _kill_when_running(sb: object) -> None:
-    """Kill the sandbox from outside once its command runs (found through its cgroup)."""
-    wait_until(lambda: any(_is_bwrap(pid) for pid in sb._cgroup.procs()), timeout=60, what="the exec")  # type: ignore[attr-defined]
+    """Kill the sandbox from outside once its command runs (found through its cgroup).
+
+    It waits for the command itself (``sleep``), not for a ``bwrap``: the processes of the lease's
+    earlier execs may still be listed in the cgroup while they are reaped, and killing one of
+    those (seen once in CI, on a loaded machine) left the exec under test running to its end.
+    """
+    wait_until(lambda: any(_comm(pid) == "sleep" for pid in sb._cgroup.procs()), timeout=60,  # type: ignore[attr-defined]
+               what="the exec's command")  # fmt: skip
     _kill_from_outside(sb)
 
 
-def _is_bwrap(pid: int) -> bool:
+def _comm(pid: int) -> str | None:
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip() == "bwrap"
+        return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
-        return False
+        return None
