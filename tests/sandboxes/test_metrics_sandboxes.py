@@ -49,7 +49,8 @@ def test_pool_metrics_follow_leases_a_crash_and_a_tool_timeout(local_backend: Sa
         # a sandbox that dies inside a lease: the pool destroys and replaces it, and counts it
         with pytest.raises(SandboxCrashedError):
             with pool.lease(timeout=120) as sb:
-                killer = threading.Thread(target=_kill_when_running, args=(sb,))
+                listed = set(sb._cgroup.procs())  # type: ignore[attr-defined]
+                killer = threading.Thread(target=_kill_when_running, args=(sb, listed))
                 killer.start()
                 try:
                     sb.exec("sleep 20", timeout=25)
@@ -62,15 +63,16 @@ def test_pool_metrics_follow_leases_a_crash_and_a_tool_timeout(local_backend: Sa
     assert moved()["pool_size"] == 0  # a closed pool is no longer counted
 
 
-def _kill_when_running(sb: object) -> None:
+def _kill_when_running(sb: object, listed: set[int]) -> None:
     """Kill the sandbox from outside once its command runs (found through its cgroup).
 
-    It waits for the command itself (``sleep``), not for a ``bwrap``: the processes of the lease's
-    earlier execs may still be listed in the cgroup while they are reaped, and killing one of
-    those (seen once in CI, on a loaded machine) left the exec under test running to its end.
+    It waits for the command itself (a ``sleep`` not in ``listed``, the processes listed before
+    the exec started), not for any ``bwrap``: the processes of the sandbox's earlier execs may
+    still be listed in the cgroup while they are reaped, and killing one of those (seen once in
+    CI, on a loaded machine) left the exec under test running to its end.
     """
-    wait_until(lambda: any(_comm(pid) == "sleep" for pid in sb._cgroup.procs()), timeout=60,  # type: ignore[attr-defined]
-               what="the exec's command")  # fmt: skip
+    wait_until(lambda: any(p not in listed and _comm(p) == "sleep" for p in sb._cgroup.procs()),  # type: ignore[attr-defined]
+               timeout=60, what="the exec's command")  # fmt: skip
     _kill_from_outside(sb)
 
 
