@@ -86,7 +86,8 @@ def import_(
         err_console.print(f"skipped {skipped} files of no known trajectory format in the directories given")
     ledger = ImportLedger(s.home / "imports" / "ledger.jsonl")
     seen = ledger.known({e for _, _, e in todo}) | _in_lake(s, {e for _, _, e in todo})
-    fresh = []
+    fresh: list[tuple[Path, str, str]] = []
+    chosen: set[str] = set()  # (two paths of the same content: imported once)
     for path, name, eid in todo:
         if eid in seen:
             message = f"{path}: already imported as episode {eid}; skipped (the same content imports under "
@@ -96,7 +97,8 @@ def import_(
                 print(json.dumps(skip))
             else:
                 console.print(escape(message), highlight=False)
-        elif eid not in {e for _, _, e in fresh}:
+        elif eid not in chosen:
+            chosen.add(eid)
             fresh.append((path, name, eid))
     if fresh:
         require_broker(s.kafka_bootstrap)
